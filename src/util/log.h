@@ -1,0 +1,28 @@
+#ifndef SS_UTIL_LOG_H
+#define SS_UTIL_LOG_H
+
+#include <stdbool.h>
+
+/* Levels: a line is printed when its level <= the chosen verbosity.
+ * ERROR and WARN always print; INFO at -v, DEBUG at -vv. */
+typedef enum {
+	SS_LOG_ERROR = 0,
+	SS_LOG_WARN = 1,
+	SS_LOG_NOTICE = 2, /* start-up lines, always printed */
+	SS_LOG_INFO = 3,
+	SS_LOG_DEBUG = 4,
+} ss_log_level_t;
+
+/* Process-wide log sink, set once by the program before the loop starts.
+ * verbosity 0 prints ERROR..NOTICE, 1 adds INFO, 2 adds DEBUG. */
+void ss_log_setup(const char *ident, int verbosity, bool use_syslog);
+bool ss_log_enabled(ss_log_level_t level);
+void ss_log(ss_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define ss_err(...) ss_log(SS_LOG_ERROR, __VA_ARGS__)
+#define ss_warn(...) ss_log(SS_LOG_WARN, __VA_ARGS__)
+#define ss_notice(...) ss_log(SS_LOG_NOTICE, __VA_ARGS__)
+#define ss_info(...) ss_log(SS_LOG_INFO, __VA_ARGS__)
+#define ss_debug(...) ss_log(SS_LOG_DEBUG, __VA_ARGS__)
+
+#endif
