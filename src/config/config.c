@@ -1,0 +1,365 @@
+#include "config/config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config_internal.h"
+#include "crypto/primitives.h"
+
+/* libev reads files under 128 KiB; allow more, but not without bound. */
+#define SS_CONFIG_FILE_MAX (1024 * 1024)
+
+static const char *const prog_default_name[] = {
+    [SS_PROG_LOCAL] = "ss-local",
+    [SS_PROG_SERVER] = "ss-server",
+    [SS_PROG_TUNNEL] = "ss-tunnel",
+};
+
+int ss_cfg_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static bool all_digits(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+int ss_cfg_long(const char *text, long min, long max, long *out)
+{
+	const char *digits = text;
+
+	if (min < 0 && *digits == '-')
+		digits++;
+	if (!all_digits(digits))
+		return -EINVAL;
+
+	errno = 0;
+	long v = strtol(text, NULL, 10);
+	if (errno != 0 || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int ss_cfg_port(const char *text, uint16_t *port)
+{
+	long v;
+
+	if (strlen(text) > 5 || ss_cfg_long(text, 1, 65535, &v) != 0)
+		return -EINVAL;
+	*port = (uint16_t)v;
+	return 0;
+}
+
+int ss_cfg_copy(char *dst, size_t cap, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= cap)
+		return -ENAMETOOLONG;
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+static bool is_ip_literal(const char *s)
+{
+	unsigned char tmp[16];
+
+	return inet_pton(AF_INET, s, tmp) == 1 || inet_pton(AF_INET6, s, tmp) == 1;
+}
+
+static int set_host(ss_host_port_t *hp, const char *host, size_t n, const char *text,
+		    const char *name, char *err, size_t errlen)
+{
+	if (n == 0)
+		return ss_cfg_err(err, errlen, "invalid address '%s' for %s (no host)", text, name);
+	/* 255 is also the most a Shadowsocks address header can carry. */
+	if (n >= SS_HOST_MAX)
+		return ss_cfg_err(err, errlen,
+				  "host name in '%.64s...' for %s is too long (max %d)", text, name,
+				  SS_HOST_MAX - 1);
+	memcpy(hp->host, host, n);
+	hp->host[n] = '\0';
+	return 0;
+}
+
+static int set_port(ss_host_port_t *hp, const char *port, const char *name, char *err,
+		    size_t errlen)
+{
+	if (ss_cfg_port(port, &hp->port) != 0)
+		return ss_cfg_err(err, errlen, "invalid port '%s' for %s (expected 1-65535)", port,
+				  name);
+	return 0;
+}
+
+int ss_cfg_host_port(const char *text, ss_host_port_t *hp, const char *name, char *err,
+		     size_t errlen)
+{
+	memset(hp, 0, sizeof(*hp));
+
+	if (*text == '\0')
+		return ss_cfg_err(err, errlen, "empty address for %s", name);
+
+	/* An IP literal is never split: "::1:8388" is one IPv6 address. */
+	if (is_ip_literal(text))
+		return set_host(hp, text, strlen(text), text, name, err, errlen);
+
+	if (text[0] == '[') {
+		const char *close = strchr(text, ']');
+		char v6[SS_HOST_MAX];
+		size_t n = close != NULL ? (size_t)(close - text - 1) : 0;
+		unsigned char tmp[16];
+
+		if (close == NULL || n >= sizeof(v6))
+			return ss_cfg_err(err, errlen, "invalid address '%s' for %s", text, name);
+		memcpy(v6, text + 1, n);
+		v6[n] = '\0';
+		if (inet_pton(AF_INET6, v6, tmp) != 1)
+			return ss_cfg_err(err, errlen, "invalid IPv6 address '%s' for %s", text,
+					  name);
+		if (close[1] != '\0' && close[1] != ':')
+			return ss_cfg_err(err, errlen, "invalid address '%s' for %s", text, name);
+		if (set_host(hp, v6, n, text, name, err, errlen) != 0)
+			return -EINVAL;
+		return close[1] == ':' ? set_port(hp, close + 2, name, err, errlen) : 0;
+	}
+
+	const char *colon = strchr(text, ':');
+	if (colon == NULL)
+		return set_host(hp, text, strlen(text), text, name, err, errlen);
+	if (strchr(colon + 1, ':') != NULL)
+		return ss_cfg_err(err, errlen,
+				  "invalid address '%s' for %s (write an IPv6 address with a port "
+				  "as [addr]:port)",
+				  text, name);
+	if (set_host(hp, text, (size_t)(colon - text), text, name, err, errlen) != 0)
+		return -EINVAL;
+	return set_port(hp, colon + 1, name, err, errlen);
+}
+
+int ss_cfg_tunnel(const char *text, ss_addr_t *a, const char *name, char *err, size_t errlen)
+{
+	ss_host_port_t hp;
+
+	if (ss_cfg_host_port(text, &hp, name, err, errlen) != 0)
+		return -EINVAL;
+	if (hp.port == 0)
+		return ss_cfg_err(
+		    err, errlen, "tunnel address '%s' for %s needs a port (host:port)", text, name);
+	if (ss_addr_from_host(a, hp.host, hp.port) != 0)
+		return ss_cfg_err(err, errlen, "invalid tunnel address '%s' for %s", text, name);
+	return 0;
+}
+
+int ss_cfg_method(ss_config_t *cfg, const char *name, char *err, size_t errlen)
+{
+	const ss_method_t *m;
+
+	if (ss_method_lookup(name, &m, err, errlen) != 0)
+		return -EINVAL;
+	cfg->method = m;
+	return 0;
+}
+
+void ss_config_init(ss_config_t *cfg, ss_prog_t prog)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->prog = prog;
+	cfg->prog_name = prog_default_name[prog];
+}
+
+void ss_config_clear(ss_config_t *cfg)
+{
+	ss_wipe(cfg->key, sizeof(cfg->key));
+	ss_wipe(cfg->password, sizeof(cfg->password));
+	ss_wipe(cfg->key_b64, sizeof(cfg->key_b64));
+}
+
+/* The file libev 3.3.5 reads when started with no arguments at all
+ * (get_default_conf() in its src/utils.c): the user file
+ * $XDG_CONFIG_HOME/shadowsocks-libev/config.json when XDG_CONFIG_HOME is set,
+ * else $HOME/.config/shadowsocks-libev/config.json, if that file exists;
+ * otherwise the system file /etc/shadowsocks-libev/config.json (also when
+ * neither variable is set). Only one user path is tried, never both. */
+static void default_config_path(char *out, size_t cap)
+{
+	static const char sysconf[] = "/etc/shadowsocks-libev/config.json";
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	int n = -1;
+
+	if (xdg != NULL)
+		n = snprintf(out, cap, "%s/shadowsocks-libev/config.json", xdg);
+	else if (home != NULL)
+		n = snprintf(out, cap, "%s/.config/shadowsocks-libev/config.json", home);
+	if (n > 0 && (size_t)n < cap && access(out, F_OK) == 0)
+		return;
+	snprintf(out, cap, "%s", sysconf);
+}
+
+static int load_file(ss_config_t *cfg, const char *path, char *err, size_t errlen)
+{
+	char why[512];
+	int rc = -EINVAL;
+	size_t len = 0;
+	char *buf = NULL;
+	FILE *f = fopen(path, "rb");
+
+	if (f == NULL)
+		return ss_cfg_err(err, errlen, "cannot read config file '%s': %s", path,
+				  strerror(errno));
+
+	buf = malloc(SS_CONFIG_FILE_MAX + 1);
+	if (buf == NULL) {
+		ss_cfg_err(err, errlen, "cannot read config file '%s': %s", path, strerror(ENOMEM));
+		goto out;
+	}
+	len = fread(buf, 1, SS_CONFIG_FILE_MAX + 1, f);
+	if (ferror(f)) {
+		ss_cfg_err(err, errlen, "cannot read config file '%s': %s", path,
+			   strerror(errno != 0 ? errno : EIO));
+		goto out;
+	}
+	if (len > SS_CONFIG_FILE_MAX) {
+		ss_cfg_err(err, errlen, "config file '%s' is too large (over %d bytes)", path,
+			   SS_CONFIG_FILE_MAX);
+		goto out;
+	}
+	if (memchr(buf, '\0', len) != NULL) {
+		ss_cfg_err(err, errlen, "config file '%s': invalid JSON (contains a NUL byte)",
+			   path);
+		goto out;
+	}
+	buf[len] = '\0';
+	rc = ss_config_parse_json(cfg, buf, why, sizeof(why));
+	if (rc != 0)
+		ss_cfg_err(err, errlen, "config file '%s': %s", path, why);
+out:
+	if (buf != NULL) {
+		/* It holds the password. */
+		ss_wipe(buf, len < SS_CONFIG_FILE_MAX + 1 ? len + 1 : len);
+		free(buf);
+	}
+	fclose(f);
+	return rc;
+}
+
+static bool all_servers_ipv6(const ss_config_t *cfg)
+{
+	unsigned char tmp[16];
+
+	for (size_t i = 0; i < cfg->n_servers; i++)
+		if (inet_pton(AF_INET6, cfg->servers[i].host, tmp) != 1)
+			return false;
+	return cfg->n_servers > 0;
+}
+
+/* Defaults for what neither source set, then the checks that need the
+ * whole picture, then the key. */
+static int finish(ss_config_t *cfg, char *err, size_t errlen)
+{
+	bool client = cfg->prog != SS_PROG_SERVER;
+
+	/* libev 3.3.5 ss-server listens on 0.0.0.0 only when no -s is given.
+	 * We listen on "::", which on Linux (bindv6only=0, the default) takes
+	 * IPv4 too, so the old behaviour is kept and IPv6 clients work as well. */
+	if (!client && cfg->n_servers == 0) {
+		strcpy(cfg->servers[0].host, "::");
+		cfg->n_servers = 1;
+	}
+	if (cfg->n_servers == 0)
+		return ss_cfg_err(err, errlen, "missing server address (-s or \"server\")");
+
+	/* libev always wants -p; an entry that carries its own port does not
+	 * need it here. */
+	for (size_t i = 0; i < cfg->n_servers; i++)
+		if (cfg->servers[i].port == 0 && cfg->server_port == 0)
+			return ss_cfg_err(err, errlen,
+					  "missing server port (-p or \"server_port\")");
+
+	if (client && cfg->local_port == 0)
+		return ss_cfg_err(err, errlen, "missing local port (-l or \"local_port\")");
+
+	/* As libev: listen on ::1 when every server is IPv6, else 127.0.0.1.
+	 * libev resolves host names for this; we only look at literals, so a
+	 * server given by name counts as IPv4. */
+	if (client && cfg->local_addr[0] == '\0')
+		strcpy(cfg->local_addr, all_servers_ipv6(cfg) ? "::1" : "127.0.0.1");
+
+	if (cfg->prog == SS_PROG_TUNNEL && !cfg->have_tunnel_addr)
+		return ss_cfg_err(err, errlen,
+				  "missing tunnel address (-L host:port or \"tunnel_address\")");
+
+	if (cfg->timeout == 0)
+		cfg->timeout = 60;
+
+	if (cfg->method == NULL && ss_cfg_method(cfg, SS_DEFAULT_METHOD, err, errlen) != 0)
+		return -EINVAL;
+
+	if (cfg->key_b64[0] != '\0') {
+		if (ss_key_from_base64(cfg->method, cfg->key_b64, cfg->key) != 0)
+			return ss_cfg_err(err, errlen,
+					  "invalid key for --key/\"key\": %s needs the base64 of "
+					  "exactly %u bytes",
+					  cfg->method->name, cfg->method->key_len);
+	} else if (cfg->password[0] != '\0') {
+		ss_key_from_password(cfg->method, cfg->password, cfg->key);
+	} else {
+		return ss_cfg_err(err, errlen, "missing password (-k) or key (--key)");
+	}
+	ss_wipe(cfg->password, sizeof(cfg->password));
+	ss_wipe(cfg->key_b64, sizeof(cfg->key_b64));
+	return 0;
+}
+
+ss_config_status_t ss_config_parse(ss_config_t *cfg, ss_prog_t prog, int argc, char **argv,
+				   void *out, char *err, size_t errlen)
+{
+	ss_config_status_t st;
+
+	ss_config_init(cfg, prog);
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if (argc > 0 && argv[0] != NULL && argv[0][0] != '\0') {
+		const char *slash = strrchr(argv[0], '/');
+		cfg->prog_name = slash != NULL ? slash + 1 : argv[0];
+	}
+
+	st = ss_config_parse_cli(cfg, argc, argv, err, errlen);
+	if (st == SS_CONFIG_HELP) {
+		ss_config_usage(prog, out);
+		ss_config_clear(cfg);
+		return st;
+	}
+	if (st != SS_CONFIG_RUN)
+		goto fail;
+
+	if (argc <= 1 && cfg->config_file[0] == '\0')
+		default_config_path(cfg->config_file, sizeof(cfg->config_file));
+	if (cfg->config_file[0] != '\0' && load_file(cfg, cfg->config_file, err, errlen) != 0)
+		goto fail;
+	if (finish(cfg, err, errlen) != 0)
+		goto fail;
+	return SS_CONFIG_RUN;
+fail:
+	ss_config_clear(cfg);
+	return SS_CONFIG_ERROR;
+}

@@ -1,0 +1,121 @@
+#ifndef SS_CONFIG_CONFIG_H
+#define SS_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crypto/method.h"
+#include "proto/addr.h"
+
+/* One configuration for all three programs, filled from the command line and
+ * the JSON file (flags override the file), then validated. The core only
+ * ever sees it const. */
+
+typedef enum {
+	SS_PROG_LOCAL,
+	SS_PROG_SERVER,
+	SS_PROG_TUNNEL,
+} ss_prog_t;
+
+typedef enum {
+	SS_MODE_TCP_ONLY,
+	SS_MODE_TCP_AND_UDP,
+	SS_MODE_UDP_ONLY,
+} ss_relay_mode_t;
+
+#define SS_MAX_SERVERS 16
+#define SS_HOST_MAX 256
+
+typedef struct ss_host_port {
+	char host[SS_HOST_MAX]; /* name or address literal, without brackets */
+	uint16_t port;          /* 0: not given, use server_port */
+} ss_host_port_t;
+
+typedef struct ss_config {
+	ss_prog_t prog;
+	const char *prog_name; /* argv[0] basename, for messages */
+
+	/* -s / "server": ss-local, ss-tunnel: the servers to use (one picked per
+	 * connection); ss-server: the addresses to listen on. */
+	ss_host_port_t servers[SS_MAX_SERVERS];
+	size_t n_servers;
+	uint16_t server_port; /* -p / "server_port" */
+
+	/* -b / "local_address": ss-local, ss-tunnel: the listen address;
+	 * ss-server: the outbound bind address. */
+	char local_addr[SS_HOST_MAX];
+	uint16_t local_port; /* -l / "local_port" (ss-local, ss-tunnel) */
+	/* "local_ipv4_address" / "local_ipv6_address": ss-server outbound binds */
+	char local_ipv4_addr[64];
+	char local_ipv6_addr[64];
+
+	const ss_method_t *method;   /* -m / "method" */
+	uint8_t key[SS_MAX_KEY_LEN]; /* from -k/password or --key/key */
+
+	int timeout;         /* -t / "timeout", seconds, default 60 */
+	char user[64];       /* -a / "user" */
+	char pid_file[4096]; /* -f; non-empty means daemonize */
+	char config_file[4096];
+	long nofile;           /* -n / "nofile", 0 = leave as is */
+	char iface[32];        /* -i / "interface" */
+	bool ipv6_first;       /* -6 / "ipv6_first" */
+	char nameserver[256];  /* -d / "nameserver": comma-separated list */
+	ss_addr_t tunnel_addr; /* -L / "tunnel_address" (ss-tunnel) */
+	bool have_tunnel_addr;
+	int verbose;          /* -v count / "verbose" */
+	bool fast_open;       /* --fast-open / "fast_open" */
+	bool reuse_port;      /* --reuse-port / "reuse_port" */
+	bool no_delay;        /* --no-delay / "no_delay" */
+	bool mptcp;           /* --mptcp / "mptcp" */
+	bool use_syslog;      /* "use_syslog" */
+	ss_relay_mode_t mode; /* -u, -U / "mode" */
+	int mtu;              /* --mtu / "mtu", 0 = none */
+
+	/* Parsed and kept for later work; the programs do not act on them yet.
+	 * Empty means not given (an empty "plugin" counts as none, as libev). */
+	char acl[4096];         /* --acl / "acl": path of the ACL file */
+	char plugin[4096];      /* --plugin / "plugin": SIP003 plugin command */
+	char plugin_opts[4096]; /* --plugin-opts / "plugin_opts" */
+	char plugin_mode[32];   /* --plugin-mode / "plugin_mode" */
+
+	/* Parser bookkeeping, not for the core. The secret text waits here
+	 * until the method is known, and is wiped once the key is derived
+	 * (ss_config_parse) or by ss_config_clear. A key wins over a password,
+	 * as in libev. cli_set has one bit per setting the command line gave,
+	 * so the file does not override it. */
+	char password[1024]; /* -k, --password / "password" */
+	char key_b64[128];   /* --key / "key" */
+	uint32_t cli_set;
+} ss_config_t;
+
+/* What ss_config_parse found besides a configuration. */
+typedef enum {
+	SS_CONFIG_RUN = 0, /* cfg is complete and valid */
+	SS_CONFIG_HELP,    /* -h/--help: usage was written to out */
+	SS_CONFIG_ERROR,   /* err holds one line naming the flag or key and value */
+} ss_config_status_t;
+
+/* Parses argv (flags as shadowsocks-libev 3.3.5 for prog) and the JSON file
+ * (-c, or with no arguments at all the default files libev looks for), then
+ * validates. err gets one line, no trailing newline. Usage text for -h is
+ * written to the FILE* out. Never exits, never prints anything else. */
+ss_config_status_t ss_config_parse(ss_config_t *cfg, ss_prog_t prog, int argc, char **argv,
+				   void *out, char *err, size_t errlen);
+
+/* Zeroes cfg and sets prog; what ss_config_parse does first. Call it before
+ * ss_config_parse_json when using that alone. */
+void ss_config_init(ss_config_t *cfg, ss_prog_t prog);
+
+/* Parses JSON text into cfg (used by ss_config_parse; exposed for tests).
+ * Keys already set on the command line (tracked by the parser) are not
+ * overridden. Returns 0 or -EINVAL with err set. */
+int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t errlen);
+
+/* Usage text for prog. */
+void ss_config_usage(ss_prog_t prog, void *out);
+
+/* Wipes the key and any password or key text still held. */
+void ss_config_clear(ss_config_t *cfg);
+
+#endif

@@ -1,0 +1,341 @@
+/* The command line of shadowsocks-libev 3.3.5 (ss-local, ss-server,
+ * ss-tunnel), as its getopt strings and long options define it. All three
+ * programs accept the union of libev's flags except -L, which only ss-tunnel
+ * takes; flags of ss-manager and ss-redir are refused with a reason. */
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "config/config_internal.h"
+
+#define TIMEOUT_MAX 2147483L /* seconds; fits in an int of milliseconds */
+
+enum {
+	OPT_FAST_OPEN = 0x100,
+	OPT_REUSE_PORT,
+	OPT_NO_DELAY,
+	OPT_MPTCP,
+	OPT_ACL,
+	OPT_MTU,
+	OPT_PLUGIN,
+	OPT_PLUGIN_OPTS,
+	OPT_PLUGIN_MODE,
+	OPT_PASSWORD,
+	OPT_KEY,
+	OPT_HELP,
+	OPT_MANAGER_ADDRESS,
+	OPT_EXECUTABLE,
+};
+
+static const struct option long_options[] = {
+    {"fast-open", no_argument, NULL, OPT_FAST_OPEN},
+    {"reuse-port", no_argument, NULL, OPT_REUSE_PORT},
+    {"no-delay", no_argument, NULL, OPT_NO_DELAY},
+    {"mptcp", no_argument, NULL, OPT_MPTCP},
+    {"acl", required_argument, NULL, OPT_ACL},
+    {"mtu", required_argument, NULL, OPT_MTU},
+    {"plugin", required_argument, NULL, OPT_PLUGIN},
+    {"plugin-opts", required_argument, NULL, OPT_PLUGIN_OPTS},
+    {"plugin-mode", required_argument, NULL, OPT_PLUGIN_MODE},
+    {"password", required_argument, NULL, OPT_PASSWORD},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"manager-address", required_argument, NULL, OPT_MANAGER_ADDRESS},
+    {"executable", required_argument, NULL, OPT_EXECUTABLE},
+    {NULL, 0, NULL, 0},
+};
+
+/* Leading ':' makes a missing value its own case; -A and -T are taken only
+ * to refuse them with a reason. */
+static const char short_options[] = ":s:p:l:k:m:a:f:t:c:n:i:b:d:L:uUv6hAT";
+
+/* How messages name an option: "-p", "--mtu". */
+static const char *opt_name(int c, char *buf, size_t cap)
+{
+	if (c < 0x100) {
+		if (isprint(c))
+			snprintf(buf, cap, "-%c", c);
+		else
+			snprintf(buf, cap, "-\\x%02x", (unsigned)c & 0xffu);
+		return buf;
+	}
+	for (const struct option *o = long_options; o->name != NULL; o++)
+		if (o->val == c) {
+			snprintf(buf, cap, "--%s", o->name);
+			return buf;
+		}
+	snprintf(buf, cap, "(option %d)", c);
+	return buf;
+}
+
+static int copy_opt(char *dst, size_t cap, const char *arg, const char *name, char *err,
+		    size_t errlen)
+{
+	if (ss_cfg_copy(dst, cap, arg) != 0)
+		return ss_cfg_err(err, errlen,
+				  "value '%.64s...' for %s is too long (max %zu bytes)", arg, name,
+				  cap - 1);
+	return 0;
+}
+
+static int mode_name(const char *s, ss_relay_mode_t *mode)
+{
+	if (strcmp(s, "tcp_only") == 0)
+		*mode = SS_MODE_TCP_ONLY;
+	else if (strcmp(s, "tcp_and_udp") == 0)
+		*mode = SS_MODE_TCP_AND_UDP;
+	else if (strcmp(s, "udp_only") == 0)
+		*mode = SS_MODE_UDP_ONLY;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* One option with its value; returns 0 or -EINVAL with err set. */
+static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t errlen)
+{
+	uint32_t bit = 0;
+	long v;
+	int rc = 0;
+
+	switch (c) {
+	case 's':
+		if (cfg->n_servers == SS_MAX_SERVERS)
+			return ss_cfg_err(err, errlen, "too many -s (at most %d)", SS_MAX_SERVERS);
+		rc = ss_cfg_host_port(arg, &cfg->servers[cfg->n_servers], "-s/server", err, errlen);
+		if (rc == 0)
+			cfg->n_servers++;
+		bit = ss_cfg_bit(SS_CF_SERVERS);
+		break;
+	case 'p':
+		if (ss_cfg_port(arg, &cfg->server_port) != 0)
+			return ss_cfg_err(err, errlen,
+					  "invalid port '%s' for -p/server_port (expected 1-65535)",
+					  arg);
+		bit = ss_cfg_bit(SS_CF_SERVER_PORT);
+		break;
+	case 'l':
+		if (ss_cfg_port(arg, &cfg->local_port) != 0)
+			return ss_cfg_err(err, errlen,
+					  "invalid port '%s' for -l/local_port (expected 1-65535)",
+					  arg);
+		bit = ss_cfg_bit(SS_CF_LOCAL_PORT);
+		break;
+	case 'b':
+		if (*arg == '\0')
+			return ss_cfg_err(err, errlen, "empty address for -b/local_address");
+		rc = copy_opt(cfg->local_addr, sizeof(cfg->local_addr), arg, "-b", err, errlen);
+		bit = ss_cfg_bit(SS_CF_LOCAL_ADDR);
+		break;
+	case 'k':
+	case OPT_PASSWORD:
+		/* Never echo a secret into a message. */
+		if (*arg == '\0')
+			return ss_cfg_err(err, errlen, "empty password for -k/--password");
+		if (ss_cfg_copy(cfg->password, sizeof(cfg->password), arg) != 0)
+			return ss_cfg_err(err, errlen,
+					  "password for -k/--password is too long "
+					  "(max %zu bytes)",
+					  sizeof(cfg->password) - 1);
+		bit = ss_cfg_bit(SS_CF_SECRET);
+		break;
+	case OPT_KEY:
+		if (*arg == '\0')
+			return ss_cfg_err(err, errlen, "empty key for --key");
+		if (ss_cfg_copy(cfg->key_b64, sizeof(cfg->key_b64), arg) != 0)
+			return ss_cfg_err(err, errlen, "key for --key is too long (max %zu bytes)",
+					  sizeof(cfg->key_b64) - 1);
+		bit = ss_cfg_bit(SS_CF_SECRET);
+		break;
+	case 'm':
+		rc = ss_cfg_method(cfg, arg, err, errlen);
+		bit = ss_cfg_bit(SS_CF_METHOD);
+		break;
+	case 't':
+		if (ss_cfg_long(arg, 1, LONG_MAX, &v) != 0)
+			return ss_cfg_err(err, errlen, "-t must be a positive number, not '%s'",
+					  arg);
+		if (v > TIMEOUT_MAX)
+			return ss_cfg_err(err, errlen, "-t must be at most %ld seconds, not '%s'",
+					  TIMEOUT_MAX, arg);
+		cfg->timeout = (int)v;
+		bit = ss_cfg_bit(SS_CF_TIMEOUT);
+		break;
+	case 'a':
+		rc = copy_opt(cfg->user, sizeof(cfg->user), arg, "-a", err, errlen);
+		bit = ss_cfg_bit(SS_CF_USER);
+		break;
+	case 'f':
+		if (*arg == '\0')
+			return ss_cfg_err(err, errlen, "empty pid file path for -f");
+		rc = copy_opt(cfg->pid_file, sizeof(cfg->pid_file), arg, "-f", err, errlen);
+		break;
+	case 'c':
+		if (*arg == '\0')
+			return ss_cfg_err(err, errlen, "empty config file path for -c");
+		rc = copy_opt(cfg->config_file, sizeof(cfg->config_file), arg, "-c", err, errlen);
+		break;
+	case 'n':
+		if (ss_cfg_long(arg, 1, INT_MAX, &cfg->nofile) != 0)
+			return ss_cfg_err(err, errlen, "-n must be a positive number, not '%s'",
+					  arg);
+		bit = ss_cfg_bit(SS_CF_NOFILE);
+		break;
+	case 'i':
+		if (*arg == '\0' || strlen(arg) >= IFNAMSIZ)
+			return ss_cfg_err(err, errlen,
+					  "invalid interface name '%s' for -i (1-%d bytes)", arg,
+					  IFNAMSIZ - 1);
+		rc = copy_opt(cfg->iface, sizeof(cfg->iface), arg, "-i", err, errlen);
+		bit = ss_cfg_bit(SS_CF_IFACE);
+		break;
+	case 'd':
+		rc = copy_opt(cfg->nameserver, sizeof(cfg->nameserver), arg, "-d", err, errlen);
+		bit = ss_cfg_bit(SS_CF_NAMESERVER);
+		break;
+	case 'L':
+		if (cfg->prog != SS_PROG_TUNNEL)
+			return ss_cfg_err(err, errlen, "-L is only for ss-tunnel");
+		rc = ss_cfg_tunnel(arg, &cfg->tunnel_addr, "-L/tunnel_address", err, errlen);
+		cfg->have_tunnel_addr = rc == 0;
+		bit = ss_cfg_bit(SS_CF_TUNNEL);
+		break;
+	case 'u':
+		cfg->mode = SS_MODE_TCP_AND_UDP;
+		bit = ss_cfg_bit(SS_CF_MODE);
+		break;
+	case 'U':
+		cfg->mode = SS_MODE_UDP_ONLY;
+		bit = ss_cfg_bit(SS_CF_MODE);
+		break;
+	case 'v':
+		if (cfg->verbose < 10)
+			cfg->verbose++;
+		bit = ss_cfg_bit(SS_CF_VERBOSE);
+		break;
+	case '6':
+		cfg->ipv6_first = true;
+		bit = ss_cfg_bit(SS_CF_IPV6_FIRST);
+		break;
+	case OPT_FAST_OPEN:
+		cfg->fast_open = true;
+		bit = ss_cfg_bit(SS_CF_FAST_OPEN);
+		break;
+	case OPT_REUSE_PORT:
+		cfg->reuse_port = true;
+		bit = ss_cfg_bit(SS_CF_REUSE_PORT);
+		break;
+	case OPT_NO_DELAY:
+		cfg->no_delay = true;
+		bit = ss_cfg_bit(SS_CF_NO_DELAY);
+		break;
+	case OPT_MPTCP:
+		cfg->mptcp = true;
+		bit = ss_cfg_bit(SS_CF_MPTCP);
+		break;
+	case OPT_MTU:
+		if (ss_cfg_long(arg, 0, 65535, &v) != 0)
+			return ss_cfg_err(err, errlen,
+					  "--mtu must be a number from 0 to 65535, not '%s'", arg);
+		cfg->mtu = (int)v;
+		bit = ss_cfg_bit(SS_CF_MTU);
+		break;
+	case OPT_ACL:
+		rc = copy_opt(cfg->acl, sizeof(cfg->acl), arg, "--acl", err, errlen);
+		bit = ss_cfg_bit(SS_CF_ACL);
+		break;
+	case OPT_PLUGIN:
+		rc = copy_opt(cfg->plugin, sizeof(cfg->plugin), arg, "--plugin", err, errlen);
+		bit = ss_cfg_bit(SS_CF_PLUGIN);
+		break;
+	case OPT_PLUGIN_OPTS:
+		rc = copy_opt(cfg->plugin_opts, sizeof(cfg->plugin_opts), arg, "--plugin-opts", err,
+			      errlen);
+		bit = ss_cfg_bit(SS_CF_PLUGIN_OPTS);
+		break;
+	case OPT_PLUGIN_MODE: {
+		ss_relay_mode_t m;
+		if (mode_name(arg, &m) != 0)
+			return ss_cfg_err(
+			    err, errlen,
+			    "--plugin-mode must be tcp_only, tcp_and_udp or udp_only, "
+			    "not '%s'",
+			    arg);
+		rc = copy_opt(cfg->plugin_mode, sizeof(cfg->plugin_mode), arg, "--plugin-mode", err,
+			      errlen);
+		bit = ss_cfg_bit(SS_CF_PLUGIN_MODE);
+		break;
+	}
+	case 'A':
+		return ss_cfg_err(
+		    err, errlen,
+		    "-A: one-time auth was removed from Shadowsocks; use an AEAD method");
+	case 'T':
+		return ss_cfg_err(err, errlen,
+				  "-T (TPROXY) is an ss-redir flag; shadowsocks-c has no ss-redir");
+	case OPT_MANAGER_ADDRESS:
+	case OPT_EXECUTABLE: {
+		char name[32];
+		return ss_cfg_err(err, errlen,
+				  "%s is an ss-manager flag; shadowsocks-c has no "
+				  "ss-manager",
+				  opt_name(c, name, sizeof(name)));
+	}
+	default: {
+		char name[32];
+		return ss_cfg_err(err, errlen, "unknown option %s",
+				  opt_name(c, name, sizeof(name)));
+	}
+	}
+	if (rc == 0)
+		cfg->cli_set |= bit;
+	return rc;
+}
+
+ss_config_status_t ss_config_parse_cli(ss_config_t *cfg, int argc, char **argv, char *err,
+				       size_t errlen)
+{
+	char name[32];
+	int c;
+
+	if (argc <= 1)
+		return SS_CONFIG_RUN;
+
+	/* getopt keeps its state in globals: 0 makes GNU getopt start over
+	 * (and re-read its environment), so parsing can run more than once. */
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
+		if (c == 'h' || c == OPT_HELP)
+			return SS_CONFIG_HELP;
+		if (c == ':') {
+			ss_cfg_err(err, errlen, "option %s needs a value",
+				   opt_name(optopt, name, sizeof(name)));
+			return SS_CONFIG_ERROR;
+		}
+		if (c == '?') {
+			if (optopt >= 0x100)
+				ss_cfg_err(err, errlen, "option %s takes no value",
+					   opt_name(optopt, name, sizeof(name)));
+			else if (optopt != 0)
+				ss_cfg_err(err, errlen, "unknown option %s",
+					   opt_name(optopt, name, sizeof(name)));
+			else
+				ss_cfg_err(err, errlen, "unknown option '%s'", argv[optind - 1]);
+			return SS_CONFIG_ERROR;
+		}
+		if (apply(cfg, c, optarg, err, errlen) != 0)
+			return SS_CONFIG_ERROR;
+	}
+	if (optind < argc) {
+		ss_cfg_err(err, errlen, "unexpected argument '%s'", argv[optind]);
+		return SS_CONFIG_ERROR;
+	}
+	return SS_CONFIG_RUN;
+}

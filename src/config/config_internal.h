@@ -1,0 +1,83 @@
+#ifndef SS_CONFIG_INTERNAL_H
+#define SS_CONFIG_INTERNAL_H
+
+/* Shared by the command line, JSON and validation parts of src/config/. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+
+/* One bit per setting in ss_config_t.cli_set. */
+typedef enum {
+	SS_CF_SERVERS,
+	SS_CF_SERVER_PORT,
+	SS_CF_LOCAL_ADDR,
+	SS_CF_LOCAL_PORT,
+	SS_CF_LOCAL_V4,
+	SS_CF_LOCAL_V6,
+	SS_CF_METHOD,
+	SS_CF_SECRET, /* password or key: one setting, so -k beats a file "key" */
+	SS_CF_TIMEOUT,
+	SS_CF_USER,
+	SS_CF_NOFILE,
+	SS_CF_IFACE,
+	SS_CF_IPV6_FIRST,
+	SS_CF_NAMESERVER,
+	SS_CF_TUNNEL,
+	SS_CF_VERBOSE,
+	SS_CF_FAST_OPEN,
+	SS_CF_REUSE_PORT,
+	SS_CF_NO_DELAY,
+	SS_CF_MPTCP,
+	SS_CF_USE_SYSLOG,
+	SS_CF_MODE,
+	SS_CF_MTU,
+	SS_CF_ACL,
+	SS_CF_PLUGIN,
+	SS_CF_PLUGIN_OPTS,
+	SS_CF_PLUGIN_MODE,
+	SS_CF_COUNT,
+} ss_cfg_field_t;
+
+_Static_assert(SS_CF_COUNT <= 32, "cli_set has 32 bits");
+
+static inline uint32_t ss_cfg_bit(ss_cfg_field_t f)
+{
+	return UINT32_C(1) << f;
+}
+
+/* Writes one line to err; returns -EINVAL so callers can `return ss_cfg_err(...)`. */
+int ss_cfg_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Decimal port 1-65535, digits only. 0 or -EINVAL. */
+int ss_cfg_port(const char *text, uint16_t *port);
+
+/* Decimal integer in [min, max], digits only (an optional leading '-' when
+ * min < 0). 0 or -EINVAL. */
+int ss_cfg_long(const char *text, long min, long max, long *out);
+
+/* Copies src into dst[cap]; -ENAMETOOLONG when it does not fit. */
+int ss_cfg_copy(char *dst, size_t cap, const char *src);
+
+/* "host", "host:port", "v6literal", "[v6]" or "[v6]:port" into hp, as libev
+ * reads "server" entries (an IP literal is never split). `name` is how
+ * messages refer to the setting, e.g. "-s/server". */
+int ss_cfg_host_port(const char *text, ss_host_port_t *hp, const char *name, char *err,
+		     size_t errlen);
+
+/* "host:port" or "[v6]:port" into an address; the port is required. */
+int ss_cfg_tunnel(const char *text, ss_addr_t *a, const char *name, char *err, size_t errlen);
+
+/* Sets the method by name, passing the lookup's message through. */
+int ss_cfg_method(ss_config_t *cfg, const char *name, char *err, size_t errlen);
+
+/* Parses argv into cfg, recording what it set in cfg->cli_set. Returns
+ * SS_CONFIG_RUN when parsing may go on, SS_CONFIG_HELP on -h, or
+ * SS_CONFIG_ERROR with err set. */
+ss_config_status_t ss_config_parse_cli(ss_config_t *cfg, int argc, char **argv, char *err,
+				       size_t errlen);
+
+#endif

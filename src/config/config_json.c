@@ -1,0 +1,476 @@
+/* The JSON configuration file, with the keys of shadowsocks-libev 3.3.5.
+ * Unknown keys are ignored, as libev does; a null value counts as absent. */
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "config/config_internal.h"
+#include "crypto/primitives.h"
+#include "util/result.h"
+
+#define TIMEOUT_MAX 2147483L /* seconds; fits in an int of milliseconds */
+
+/* Shows a value in a message the way the file spells it (roughly). */
+static const char *show(const cJSON *v, char *buf, size_t cap)
+{
+	if (cJSON_IsString(v)) {
+		if (strlen(v->valuestring) > 64)
+			snprintf(buf, cap, "\"%.64s...\"", v->valuestring);
+		else
+			snprintf(buf, cap, "\"%s\"", v->valuestring);
+	} else if (cJSON_IsNumber(v)) {
+		snprintf(buf, cap, "%.17g", v->valuedouble);
+	} else if (cJSON_IsBool(v)) {
+		snprintf(buf, cap, "%s", cJSON_IsTrue(v) ? "true" : "false");
+	} else if (cJSON_IsArray(v)) {
+		snprintf(buf, cap, "an array");
+	} else if (cJSON_IsObject(v)) {
+		snprintf(buf, cap, "an object");
+	} else {
+		snprintf(buf, cap, "null");
+	}
+	return buf;
+}
+
+/* libev takes a string or an integer wherever it wants text. */
+static const char *text_of(const cJSON *v, char *buf, size_t cap)
+{
+	if (cJSON_IsString(v))
+		return v->valuestring;
+	if (cJSON_IsNumber(v) && v->valuedouble > -1e15 && v->valuedouble < 1e15 &&
+	    v->valuedouble == (double)(long long)v->valuedouble) {
+		snprintf(buf, cap, "%lld", (long long)v->valuedouble);
+		return buf;
+	}
+	return NULL;
+}
+
+/* Integer from a number or a string of digits, within [min, max]. */
+static int int_of(const cJSON *v, long min, long max, long *out)
+{
+	char buf[32];
+	const char *t = text_of(v, buf, sizeof(buf));
+
+	return t != NULL ? ss_cfg_long(t, min, max, out) : -EINVAL;
+}
+
+typedef int (*json_fn)(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen);
+
+static int want_string(const cJSON *v, const char *key, const char **s, char *buf, size_t cap,
+		       char *err, size_t errlen)
+{
+	char shown[96];
+
+	*s = text_of(v, buf, cap);
+	if (*s == NULL)
+		return ss_cfg_err(err, errlen, "\"%s\" must be a string, not %s", key,
+				  show(v, shown, sizeof(shown)));
+	return 0;
+}
+
+static int copy_string(char *dst, size_t dst_cap, const cJSON *v, const char *key, char *err,
+		       size_t errlen)
+{
+	char buf[32];
+	const char *s;
+
+	if (want_string(v, key, &s, buf, sizeof(buf), err, errlen) != 0)
+		return -EINVAL;
+	if (ss_cfg_copy(dst, dst_cap, s) != 0)
+		return ss_cfg_err(err, errlen, "\"%s\" is too long (max %zu bytes)", key,
+				  dst_cap - 1);
+	return 0;
+}
+
+static int port_of(const cJSON *v, uint16_t *port, const char *name, char *err, size_t errlen)
+{
+	char buf[32], shown[96];
+	const char *t = text_of(v, buf, sizeof(buf));
+
+	if (t == NULL || ss_cfg_port(t, port) != 0) {
+		if (t == NULL)
+			t = show(v, shown, sizeof(shown));
+		return ss_cfg_err(err, errlen, "invalid port '%s' for %s (expected 1-65535)", t,
+				  name);
+	}
+	return 0;
+}
+
+static int bool_of(const cJSON *v, bool *out, const char *key, char *err, size_t errlen)
+{
+	char shown[96];
+
+	if (!cJSON_IsBool(v))
+		return ss_cfg_err(err, errlen, "\"%s\" must be true or false, not %s", key,
+				  show(v, shown, sizeof(shown)));
+	*out = cJSON_IsTrue(v);
+	return 0;
+}
+
+static int j_server(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char shown[96];
+	const cJSON *item;
+	size_t n = 0;
+
+	if (cJSON_IsString(v))
+		n = 1;
+	else if (cJSON_IsArray(v))
+		n = (size_t)cJSON_GetArraySize(v);
+	else
+		return ss_cfg_err(err, errlen,
+				  "\"%s\" must be a string or an array of strings, not %s", key,
+				  show(v, shown, sizeof(shown)));
+	if (n > SS_MAX_SERVERS)
+		return ss_cfg_err(err, errlen, "too many addresses in \"%s\" (at most %d)", key,
+				  SS_MAX_SERVERS);
+
+	cfg->n_servers = 0;
+	if (cJSON_IsString(v))
+		return ss_cfg_host_port(v->valuestring, &cfg->servers[cfg->n_servers++],
+					"-s/server", err, errlen);
+	cJSON_ArrayForEach(item, v)
+	{
+		if (!cJSON_IsString(item))
+			return ss_cfg_err(err, errlen, "\"%s\" entries must be strings, not %s",
+					  key, show(item, shown, sizeof(shown)));
+		if (ss_cfg_host_port(item->valuestring, &cfg->servers[cfg->n_servers++],
+				     "-s/server", err, errlen) != 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int j_server_port(ss_config_t *cfg, const cJSON *v, const char *key, char *err,
+			 size_t errlen)
+{
+	(void)key;
+	return port_of(v, &cfg->server_port, "-p/server_port", err, errlen);
+}
+
+static int j_local_port(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	(void)key;
+	return port_of(v, &cfg->local_port, "-l/local_port", err, errlen);
+}
+
+static int ip_of(char *dst, size_t cap, int af, const cJSON *v, const char *key, char *err,
+		 size_t errlen)
+{
+	unsigned char tmp[16];
+
+	if (copy_string(dst, cap, v, key, err, errlen) != 0)
+		return -EINVAL;
+	if (inet_pton(af, dst, tmp) != 1)
+		return ss_cfg_err(err, errlen, "\"%s\" must be an %s address, not \"%s\"", key,
+				  af == AF_INET ? "IPv4" : "IPv6", dst);
+	return 0;
+}
+
+static int j_local_v4(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	return ip_of(cfg->local_ipv4_addr, sizeof(cfg->local_ipv4_addr), AF_INET, v, key, err,
+		     errlen);
+}
+
+static int j_local_v6(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	return ip_of(cfg->local_ipv6_addr, sizeof(cfg->local_ipv6_addr), AF_INET6, v, key, err,
+		     errlen);
+}
+
+static int j_local_addr(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	if (copy_string(cfg->local_addr, sizeof(cfg->local_addr), v, key, err, errlen) != 0)
+		return -EINVAL;
+	if (cfg->local_addr[0] == '\0')
+		return ss_cfg_err(err, errlen, "\"%s\" must not be empty", key);
+	return 0;
+}
+
+static int j_password(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char buf[32];
+	const char *s;
+
+	if (want_string(v, key, &s, buf, sizeof(buf), err, errlen) != 0)
+		return -EINVAL;
+	/* Never echo a secret into a message. */
+	if (ss_cfg_copy(cfg->password, sizeof(cfg->password), s) != 0)
+		return ss_cfg_err(err, errlen, "\"%s\" is too long (max %zu bytes)", key,
+				  sizeof(cfg->password) - 1);
+	return 0;
+}
+
+static int j_key(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char shown[96];
+
+	if (!cJSON_IsString(v))
+		return ss_cfg_err(err, errlen, "\"%s\" must be a base64 string, not %s", key,
+				  show(v, shown, sizeof(shown)));
+	if (ss_cfg_copy(cfg->key_b64, sizeof(cfg->key_b64), v->valuestring) != 0)
+		return ss_cfg_err(err, errlen, "\"%s\" is too long (max %zu bytes)", key,
+				  sizeof(cfg->key_b64) - 1);
+	return 0;
+}
+
+static int j_method(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char shown[96];
+
+	if (!cJSON_IsString(v))
+		return ss_cfg_err(err, errlen, "\"%s\" must be a string, not %s", key,
+				  show(v, shown, sizeof(shown)));
+	return ss_cfg_method(cfg, v->valuestring, err, errlen);
+}
+
+static int j_timeout(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char shown[96];
+	long t;
+
+	if (int_of(v, 1, LONG_MAX, &t) != 0)
+		return ss_cfg_err(err, errlen, "\"%s\" must be a positive number, not %s", key,
+				  show(v, shown, sizeof(shown)));
+	if (t > TIMEOUT_MAX)
+		return ss_cfg_err(err, errlen, "\"%s\" must be at most %ld seconds, not %s", key,
+				  TIMEOUT_MAX, show(v, shown, sizeof(shown)));
+	cfg->timeout = (int)t;
+	return 0;
+}
+
+static int j_nofile(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char shown[96];
+
+	if (int_of(v, 1, INT_MAX, &cfg->nofile) != 0)
+		return ss_cfg_err(err, errlen, "\"%s\" must be a positive number, not %s", key,
+				  show(v, shown, sizeof(shown)));
+	return 0;
+}
+
+static int j_mtu(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char shown[96];
+	long mtu;
+
+	if (int_of(v, 0, 65535, &mtu) != 0)
+		return ss_cfg_err(err, errlen, "\"%s\" must be a number from 0 to 65535, not %s",
+				  key, show(v, shown, sizeof(shown)));
+	cfg->mtu = (int)mtu;
+	return 0;
+}
+
+static int j_verbose(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char shown[96];
+	long n;
+
+	if (cJSON_IsBool(v)) {
+		cfg->verbose = cJSON_IsTrue(v);
+		return 0;
+	}
+	if (int_of(v, 0, 10, &n) != 0)
+		return ss_cfg_err(err, errlen, "\"%s\" must be true, false or a level 0-10, not %s",
+				  key, show(v, shown, sizeof(shown)));
+	cfg->verbose = (int)n;
+	return 0;
+}
+
+static int mode_of(const cJSON *v, ss_relay_mode_t *mode, const char *key, char *err, size_t errlen)
+{
+	static const char *const names[] = {
+	    [SS_MODE_TCP_ONLY] = "tcp_only",
+	    [SS_MODE_TCP_AND_UDP] = "tcp_and_udp",
+	    [SS_MODE_UDP_ONLY] = "udp_only",
+	};
+	char shown[96];
+
+	if (cJSON_IsString(v))
+		for (size_t i = 0; i < SS_ARRAY_LEN(names); i++)
+			if (strcmp(v->valuestring, names[i]) == 0) {
+				*mode = (ss_relay_mode_t)i;
+				return 0;
+			}
+	return ss_cfg_err(err, errlen,
+			  "\"%s\" must be \"tcp_only\", \"tcp_and_udp\" or \"udp_only\", not %s",
+			  key, show(v, shown, sizeof(shown)));
+}
+
+static int j_mode(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	return mode_of(v, &cfg->mode, key, err, errlen);
+}
+
+static int j_plugin_mode(ss_config_t *cfg, const cJSON *v, const char *key, char *err,
+			 size_t errlen)
+{
+	ss_relay_mode_t m;
+
+	if (mode_of(v, &m, key, err, errlen) != 0)
+		return -EINVAL;
+	return copy_string(cfg->plugin_mode, sizeof(cfg->plugin_mode), v, key, err, errlen);
+}
+
+static int j_tunnel(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char buf[32];
+	const char *s;
+
+	/* Only ss-tunnel uses it; a file shared with the other programs may
+	 * carry it, and libev ignores it there. */
+	if (cfg->prog != SS_PROG_TUNNEL)
+		return 0;
+	if (want_string(v, key, &s, buf, sizeof(buf), err, errlen) != 0)
+		return -EINVAL;
+	if (ss_cfg_tunnel(s, &cfg->tunnel_addr, "-L/tunnel_address", err, errlen) != 0)
+		return -EINVAL;
+	cfg->have_tunnel_addr = true;
+	return 0;
+}
+
+static int j_auth(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	(void)cfg;
+	if (cJSON_IsTrue(v))
+		return ss_cfg_err(err, errlen,
+				  "\"%s\": one-time auth was removed from Shadowsocks; use an AEAD "
+				  "method",
+				  key);
+	return 0;
+}
+
+enum kind { K_FN, K_STRING, K_BOOL };
+
+static const struct json_key {
+	const char *key;
+	int field; /* ss_cfg_field_t, or -1 for none */
+	enum kind kind;
+	size_t off; /* K_STRING, K_BOOL */
+	size_t cap; /* K_STRING */
+	json_fn fn; /* K_FN */
+} json_keys[] = {
+#define FN(k, f, fn)                                                                               \
+	{                                                                                          \
+		k, f, K_FN, 0, 0, fn                                                               \
+	}
+#define STR(k, f, m)                                                                               \
+	{                                                                                          \
+		k, f, K_STRING, offsetof(ss_config_t, m), sizeof(((ss_config_t *)0)->m), NULL      \
+	}
+#define BOOL(k, f, m)                                                                              \
+	{                                                                                          \
+		k, f, K_BOOL, offsetof(ss_config_t, m), 0, NULL                                    \
+	}
+    FN("server", SS_CF_SERVERS, j_server),
+    FN("server_port", SS_CF_SERVER_PORT, j_server_port),
+    FN("local_address", SS_CF_LOCAL_ADDR, j_local_addr),
+    FN("local_port", SS_CF_LOCAL_PORT, j_local_port),
+    FN("local_ipv4_address", SS_CF_LOCAL_V4, j_local_v4),
+    FN("local_ipv6_address", SS_CF_LOCAL_V6, j_local_v6),
+    FN("password", SS_CF_SECRET, j_password),
+    FN("key", SS_CF_SECRET, j_key),
+    FN("method", SS_CF_METHOD, j_method),
+    FN("timeout", SS_CF_TIMEOUT, j_timeout),
+    STR("user", SS_CF_USER, user),
+    FN("nofile", SS_CF_NOFILE, j_nofile),
+    STR("interface", SS_CF_IFACE, iface),
+    BOOL("ipv6_first", SS_CF_IPV6_FIRST, ipv6_first),
+    STR("nameserver", SS_CF_NAMESERVER, nameserver),
+    FN("tunnel_address", SS_CF_TUNNEL, j_tunnel),
+    FN("verbose", SS_CF_VERBOSE, j_verbose),
+    BOOL("fast_open", SS_CF_FAST_OPEN, fast_open),
+    BOOL("reuse_port", SS_CF_REUSE_PORT, reuse_port),
+    BOOL("no_delay", SS_CF_NO_DELAY, no_delay),
+    BOOL("mptcp", SS_CF_MPTCP, mptcp),
+    BOOL("use_syslog", SS_CF_USE_SYSLOG, use_syslog),
+    FN("mode", SS_CF_MODE, j_mode),
+    FN("mtu", SS_CF_MTU, j_mtu),
+    STR("acl", SS_CF_ACL, acl),
+    STR("plugin", SS_CF_PLUGIN, plugin),
+    STR("plugin_opts", SS_CF_PLUGIN_OPTS, plugin_opts),
+    FN("plugin_mode", SS_CF_PLUGIN_MODE, j_plugin_mode),
+    FN("auth", -1, j_auth),
+#undef FN
+#undef STR
+#undef BOOL
+};
+
+static int apply(ss_config_t *cfg, const struct json_key *k, const cJSON *v, char *err,
+		 size_t errlen)
+{
+	char *base = (char *)cfg;
+
+	switch (k->kind) {
+	case K_STRING:
+		return copy_string(base + k->off, k->cap, v, k->key, err, errlen);
+	case K_BOOL:
+		return bool_of(v, (bool *)(base + k->off), k->key, err, errlen);
+	case K_FN:
+	default:
+		return k->fn(cfg, v, k->key, err, errlen);
+	}
+}
+
+/* The parsed tree holds copies of the secrets; cJSON frees without wiping. */
+static void wipe_secrets(cJSON *root)
+{
+	cJSON *item;
+
+	cJSON_ArrayForEach(item, root)
+	{
+		if (item->string != NULL && cJSON_IsString(item) &&
+		    (strcmp(item->string, "password") == 0 || strcmp(item->string, "key") == 0))
+			ss_wipe(item->valuestring, strlen(item->valuestring));
+	}
+}
+
+int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t errlen)
+{
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+	const cJSON *item;
+	int rc = 0;
+
+	if (root == NULL) {
+		int line = 1;
+		if (end == NULL || end < text)
+			return ss_cfg_err(err, errlen, "invalid JSON");
+		for (const char *p = text; p < end && *p != '\0'; p++)
+			line += *p == '\n';
+		return ss_cfg_err(err, errlen, "invalid JSON near line %d", line);
+	}
+	if (!cJSON_IsObject(root)) {
+		rc = ss_cfg_err(err, errlen, "the top level must be a JSON object");
+		goto out;
+	}
+
+	cJSON_ArrayForEach(item, root)
+	{
+		const struct json_key *k = NULL;
+
+		for (size_t i = 0; i < SS_ARRAY_LEN(json_keys); i++)
+			if (strcmp(item->string, json_keys[i].key) == 0) {
+				k = &json_keys[i];
+				break;
+			}
+		if (k == NULL || cJSON_IsNull(item))
+			continue;
+		if (k->field >= 0 && (cfg->cli_set & ss_cfg_bit((ss_cfg_field_t)k->field)) != 0)
+			continue;
+		rc = apply(cfg, k, item, err, errlen);
+		if (rc != 0)
+			goto out;
+	}
+out:
+	wipe_secrets(root);
+	cJSON_Delete(root);
+	return rc;
+}

@@ -1,0 +1,118 @@
+/* -h text: the flags each program accepts, laid out as shadowsocks-libev
+ * lays out its own, so users find them where they expect. */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "config/config.h"
+
+#define DESC_COL 35 /* where descriptions start */
+#define WIDTH 78
+
+static void line(FILE *f, const char *flag, const char *desc)
+{
+	fprintf(f, "       %-27s %s\n", flag, desc);
+}
+
+static void more(FILE *f, const char *desc)
+{
+	fprintf(f, "%*s%s\n", DESC_COL, "", desc);
+}
+
+/* The method list, wrapped under the -m description. */
+static void methods(FILE *f)
+{
+	const char *const *names = ss_method_names();
+	int col = DESC_COL;
+
+	fprintf(f, "%*s", DESC_COL, "");
+	for (size_t i = 0; names != NULL && names[i] != NULL; i++) {
+		bool last = names[i + 1] == NULL;
+		int w = (int)strlen(names[i]) + (last ? 1 : 2);
+		if (col > DESC_COL && col + 1 + w > WIDTH) {
+			fprintf(f, "\n%*s", DESC_COL, "");
+			col = DESC_COL;
+		} else if (col > DESC_COL) {
+			fputc(' ', f);
+			col++;
+		}
+		fprintf(f, "%s%s", names[i], last ? "." : ",");
+		col += w;
+	}
+	fputc('\n', f);
+}
+
+void ss_config_usage(ss_prog_t prog, void *out)
+{
+	static const char *const names[] = {
+	    [SS_PROG_LOCAL] = "ss-local",
+	    [SS_PROG_SERVER] = "ss-server",
+	    [SS_PROG_TUNNEL] = "ss-tunnel",
+	};
+	FILE *f = out;
+	bool server = prog == SS_PROG_SERVER;
+
+	if (f == NULL)
+		return;
+
+	fprintf(f, "\nshadowsocks-c %s (flags and config file of shadowsocks-libev 3.3.5)\n\n",
+		SS_VERSION);
+	fprintf(f, "  usage:\n\n    %s\n\n", names[prog]);
+
+	if (server) {
+		line(f, "-s <server_host>", "Address to listen on; repeat for more.");
+		more(f, "Default: \"::\" (IPv6 and IPv4 on Linux).");
+		line(f, "-p <server_port>", "Port to listen on.");
+		line(f, "[-l <local_port>]", "Accepted and ignored, as by libev.");
+	} else {
+		line(f, "-s <server_host>", "Server host name or IP address; repeat for");
+		more(f, "more (\"host:port\" and \"[v6]:port\" work).");
+		line(f, "-p <server_port>", "Server port.");
+		line(f, "-l <local_port>", "Port to listen on locally.");
+	}
+	line(f, "-k <password>", "Password shared with the other side");
+	more(f, "(also --password <password>).");
+	line(f, "-m <encrypt_method>", "Encryption method, one of:");
+	methods(f);
+	more(f, "Default: " SS_DEFAULT_METHOD ".");
+	fputc('\n', f);
+
+	line(f, "[-a <user>]", "Switch to this user after start-up.");
+	line(f, "[-f <pid_file>]", "Run in the background, pid written here.");
+	line(f, "[-t <timeout>]", "Idle timeout in seconds (default 60).");
+	line(f, "[-c <config_file>]", "JSON config file; flags override it.");
+	line(f, "[-n <number>]", "Raise the open files limit to this.");
+	line(f, "[-i <interface>]", "Network interface to send traffic through.");
+	if (server)
+		line(f, "[-b <local_address>]", "Local address for outbound connections.");
+	else
+		line(f, "[-b <local_address>]", "Address to listen on (default 127.0.0.1).");
+	fputc('\n', f);
+
+	line(f, "[-u]", "Relay UDP as well as TCP.");
+	line(f, "[-U]", "Relay UDP only, no TCP.");
+	line(f, "[-6]", "Prefer IPv6 when resolving host names.");
+	line(f, "[-d <addr>]", "Name servers to use, comma-separated.");
+	if (prog == SS_PROG_TUNNEL) {
+		fputc('\n', f);
+		line(f, "[-L <addr>:<port>]", "Where the tunnel leads: the destination");
+		more(f, "every connection is forwarded to.");
+	}
+	fputc('\n', f);
+
+	line(f, "[--reuse-port]", "Set SO_REUSEPORT on listening sockets.");
+	line(f, "[--fast-open]", "Use TCP Fast Open.");
+	line(f, "[--acl <acl_file>]", "Access control list file.");
+	line(f, "[--mtu <MTU>]", "MTU of the network interface (for UDP).");
+	line(f, "[--mptcp]", "Use Multipath TCP.");
+	line(f, "[--no-delay]", "Set TCP_NODELAY.");
+	line(f, "[--key <key_in_base64>]", "Key in base64, instead of a password.");
+	line(f, "[--plugin <name>]", "SIP003 plugin to run.");
+	line(f, "[--plugin-opts <options>]", "Options for the plugin.");
+	line(f, "[--plugin-mode <mode>]", "tcp_only, tcp_and_udp or udp_only.");
+	fputc('\n', f);
+
+	line(f, "[-v]", "More log output; repeat for even more.");
+	line(f, "[-h, --help]", "Show this help.");
+	fputc('\n', f);
+}

@@ -1,0 +1,56 @@
+#ifndef SS_PROTO_ADDR_H
+#define SS_PROTO_ADDR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* Shadowsocks / SOCKS5 address: ATYP (1 IPv4, 3 domain, 4 IPv6), address,
+ * port. The same encoding is the Shadowsocks address header and the tail of
+ * a SOCKS5 request. */
+enum {
+	SS_ATYP_IPV4 = 1,
+	SS_ATYP_DOMAIN = 3,
+	SS_ATYP_IPV6 = 4,
+};
+
+#define SS_ADDR_MAX_ENCODED (1 + 1 + 255 + 2)
+/* "[v6]:port" or "domain:port", NUL included. */
+#define SS_ADDR_STRLEN 264
+
+typedef struct ss_addr {
+	uint8_t atyp;
+	uint8_t domain_len; /* for SS_ATYP_DOMAIN */
+	uint16_t port;      /* host order */
+	union {
+		uint8_t v4[4];
+		uint8_t v6[16];
+		char domain[256]; /* NUL-terminated, domain_len bytes */
+	};
+} ss_addr_t;
+
+/* Parses an address from the start of buf (read-only).
+ * SS_OK with *used set; SS_AGAIN when buf holds a proper prefix; SS_ERR for an
+ * unknown ATYP or an empty domain (or one containing a NUL byte). */
+int ss_addr_parse(const uint8_t *buf, size_t len, ss_addr_t *out, size_t *used);
+
+/* Encodes a into out. Returns the length, or 0 when cap is too small. */
+size_t ss_addr_encode(const ss_addr_t *a, uint8_t *out, size_t cap);
+
+/* IPv4/IPv6 address to sockaddr. -EINVAL for a domain. */
+int ss_addr_to_sockaddr(const ss_addr_t *a, struct sockaddr_storage *ss, socklen_t *len);
+/* sockaddr (AF_INET/AF_INET6; a v4-mapped v6 becomes IPv4) to address.
+ * -EAFNOSUPPORT for any other family. */
+int ss_addr_from_sockaddr(ss_addr_t *a, const struct sockaddr *sa);
+/* Sets a domain address; -EINVAL when empty or over 255 bytes. */
+int ss_addr_set_domain(ss_addr_t *a, const char *host, uint16_t port);
+/* Parses host text: an IPv4 or IPv6 literal (brackets allowed) becomes an IP
+ * address, anything else a domain. -EINVAL when empty or too long. */
+int ss_addr_from_host(ss_addr_t *a, const char *host, uint16_t port);
+
+/* "1.2.3.4:80", "[::1]:80" or "example.com:80". Returns out. */
+char *ss_addr_format(const ss_addr_t *a, char *out, size_t len);
+/* Same for a sockaddr. Returns out. */
+char *ss_sockaddr_format(const struct sockaddr *sa, char *out, size_t len);
+
+#endif

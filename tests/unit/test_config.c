@@ -1,0 +1,863 @@
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "crypto/method.h"
+
+static char tmpdir[256];
+static ss_config_t cfg; /* large: keep it off the stack */
+static char err[1024];
+
+/* Runs ss_config_parse on a NULL-terminated list of arguments after argv[0]. */
+static ss_config_status_t run_v(ss_prog_t prog, FILE *out, va_list ap)
+{
+	char *argv[64];
+	int argc = 0;
+	const char *s;
+
+	argv[argc++] = prog == SS_PROG_SERVER   ? "/usr/bin/ss-server"
+		       : prog == SS_PROG_TUNNEL ? "ss-tunnel"
+						: "ss-local";
+	while ((s = va_arg(ap, const char *)) != NULL) {
+		assert_true(argc < 63);
+		argv[argc++] = (char *)s;
+	}
+	argv[argc] = NULL;
+	memset(err, 'X', sizeof(err));
+	return ss_config_parse(&cfg, prog, argc, argv, out, err, sizeof(err));
+}
+
+static ss_config_status_t run(ss_prog_t prog, ...)
+{
+	va_list ap;
+	va_start(ap, prog);
+	ss_config_status_t st = run_v(prog, NULL, ap);
+	va_end(ap);
+	return st;
+}
+
+/* Asserts an error whose message contains want. */
+static void expect_error(const char *want, ss_prog_t prog, ...)
+{
+	va_list ap;
+	va_start(ap, prog);
+	ss_config_status_t st = run_v(prog, NULL, ap);
+	va_end(ap);
+	if (st != SS_CONFIG_ERROR || strstr(err, want) == NULL)
+		fail_msg("want error containing <%s>, got status %d: <%s>", want, st,
+			 st == SS_CONFIG_ERROR ? err : "");
+	assert_null(strchr(err, '\n'));
+}
+
+static void expect_run(ss_prog_t prog, ...)
+{
+	va_list ap;
+	va_start(ap, prog);
+	ss_config_status_t st = run_v(prog, NULL, ap);
+	va_end(ap);
+	if (st != SS_CONFIG_RUN)
+		fail_msg("want RUN, got status %d: <%s>", st, st == SS_CONFIG_ERROR ? err : "");
+}
+
+/* Writes a file under the temp dir; returns its path (static buffer per slot). */
+static const char *write_file(const char *name, const char *text)
+{
+	static char paths[8][512];
+	static int slot;
+	char *p = paths[slot++ % 8];
+
+	snprintf(p, 512, "%s/%s", tmpdir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return p;
+}
+
+static void expect_key_from_password(const char *method, const char *password)
+{
+	const ss_method_t *m;
+	uint8_t want[SS_MAX_KEY_LEN] = {0};
+	char e[256];
+
+	assert_int_equal(ss_method_lookup(method, &m, e, sizeof(e)), 0);
+	assert_ptr_equal(cfg.method, m);
+	ss_key_from_password(m, password, want);
+	assert_memory_equal(cfg.key, want, m->key_len);
+	/* The text is gone once the key exists. */
+	assert_string_equal(cfg.password, "");
+	assert_string_equal(cfg.key_b64, "");
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_config.XXXXXX");
+	return mkdtemp(tmpdir) == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Command line */
+
+static void test_local_minimal(void **state)
+{
+	(void)state;
+	expect_run(SS_PROG_LOCAL, "-s", "192.0.2.1", "-p", "8388", "-l", "1080", "-k", "secret",
+		   NULL);
+	assert_string_equal(cfg.prog_name, "ss-local");
+	assert_int_equal(cfg.n_servers, 1);
+	assert_string_equal(cfg.servers[0].host, "192.0.2.1");
+	assert_int_equal(cfg.servers[0].port, 0);
+	assert_int_equal(cfg.server_port, 8388);
+	assert_int_equal(cfg.local_port, 1080);
+	assert_string_equal(cfg.local_addr, "127.0.0.1");
+	assert_string_equal(cfg.method->name, SS_DEFAULT_METHOD);
+	assert_int_equal(cfg.timeout, 60);
+	assert_int_equal(cfg.mode, SS_MODE_TCP_ONLY);
+	assert_int_equal(cfg.verbose, 0);
+	assert_false(cfg.fast_open);
+	assert_int_equal(cfg.mtu, 0);
+	assert_int_equal(cfg.nofile, 0);
+	assert_string_equal(cfg.pid_file, "");
+	assert_string_equal(cfg.config_file, "");
+	expect_key_from_password(SS_DEFAULT_METHOD, "secret");
+}
+
+static void test_local_every_flag(void **state)
+{
+	(void)state;
+	expect_run(SS_PROG_LOCAL, "-s", "server.example", "-s", "[2001:db8::1]:9000", "-s",
+		   "198.51.100.7:8389", "-p", "8388", "-l", "1080", "-k", "pw", "-m", "aes-256-gcm",
+		   "-a", "nobody", "-f", "/run/ss.pid", "-t", "300", "-n", "4096", "-i", "eth0",
+		   "-b", "0.0.0.0", "-6", "-d", "8.8.8.8,1.1.1.1", "-u", "-v", "-v", "--fast-open",
+		   "--reuse-port", "--no-delay", "--mptcp", "--mtu", "1400", "--acl",
+		   "/etc/ss/local.acl", "--plugin", "obfs-local", "--plugin-opts", "obfs=http",
+		   "--plugin-mode", "tcp_and_udp", NULL);
+	assert_int_equal(cfg.n_servers, 3);
+	assert_string_equal(cfg.servers[0].host, "server.example");
+	assert_int_equal(cfg.servers[0].port, 0);
+	assert_string_equal(cfg.servers[1].host, "2001:db8::1");
+	assert_int_equal(cfg.servers[1].port, 9000);
+	assert_string_equal(cfg.servers[2].host, "198.51.100.7");
+	assert_int_equal(cfg.servers[2].port, 8389);
+	assert_int_equal(cfg.server_port, 8388);
+	assert_int_equal(cfg.local_port, 1080);
+	assert_string_equal(cfg.user, "nobody");
+	assert_string_equal(cfg.pid_file, "/run/ss.pid");
+	assert_int_equal(cfg.timeout, 300);
+	assert_int_equal(cfg.nofile, 4096);
+	assert_string_equal(cfg.iface, "eth0");
+	assert_string_equal(cfg.local_addr, "0.0.0.0");
+	assert_true(cfg.ipv6_first);
+	assert_string_equal(cfg.nameserver, "8.8.8.8,1.1.1.1");
+	assert_int_equal(cfg.mode, SS_MODE_TCP_AND_UDP);
+	assert_int_equal(cfg.verbose, 2);
+	assert_true(cfg.fast_open);
+	assert_true(cfg.reuse_port);
+	assert_true(cfg.no_delay);
+	assert_true(cfg.mptcp);
+	assert_int_equal(cfg.mtu, 1400);
+	assert_string_equal(cfg.acl, "/etc/ss/local.acl");
+	assert_string_equal(cfg.plugin, "obfs-local");
+	assert_string_equal(cfg.plugin_opts, "obfs=http");
+	assert_string_equal(cfg.plugin_mode, "tcp_and_udp");
+	expect_key_from_password("aes-256-gcm", "pw");
+}
+
+static void test_long_forms(void **state)
+{
+	(void)state;
+	/* --password, -U, clustered short flags, -vvv */
+	expect_run(SS_PROG_LOCAL, "-s", "::1", "-p", "1", "-l", "2", "--password", "pw", "-U",
+		   "-vvv", "-6u", NULL);
+	assert_int_equal(cfg.mode, SS_MODE_TCP_AND_UDP); /* the last of -U and -u wins */
+	assert_int_equal(cfg.verbose, 3);
+	assert_true(cfg.ipv6_first);
+	expect_key_from_password(SS_DEFAULT_METHOD, "pw");
+
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "-k", "pw", "-U", NULL);
+	assert_int_equal(cfg.mode, SS_MODE_UDP_ONLY);
+
+	/* --name=value works as well as --name value. */
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "-k", "pw", "--mtu=1492", NULL);
+	assert_int_equal(cfg.mtu, 1492);
+}
+
+static void test_key_flag(void **state)
+{
+	(void)state;
+	uint8_t want[32];
+	for (int i = 0; i < 32; i++)
+		want[i] = (uint8_t)(i + 1);
+
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "--key",
+		   "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=", NULL);
+	assert_memory_equal(cfg.key, want, 32);
+	assert_string_equal(cfg.key_b64, "");
+
+	/* A key wins over a password, as in libev. */
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "-m", "aes-128-gcm", "--key",
+		   "AQIDBAUGBwgJCgsMDQ4PEA", "-k", "pw", NULL);
+	assert_memory_equal(cfg.key, want, 16);
+	assert_string_equal(cfg.password, "");
+
+	expect_error("invalid key for --key/\"key\"", SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l",
+		     "2", "--key", "AQIDBAUGBwgJCgsMDQ4PEA", NULL);
+	assert_non_null(strstr(err, "32 bytes"));
+	expect_error("invalid key", SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "--key",
+		     "not base64!", NULL);
+}
+
+static void test_help(void **state)
+{
+	(void)state;
+	static const char *const common[] = {
+	    "-s <",
+	    "-p <",
+	    "-k <",
+	    "--password",
+	    "-m <",
+	    "-a <",
+	    "-f <",
+	    "-t <",
+	    "-c <",
+	    "-n <",
+	    "-i <",
+	    "-b <",
+	    "-u",
+	    "-U",
+	    "-6",
+	    "-d <",
+	    "-v",
+	    "-h, --help",
+	    "--fast-open",
+	    "--reuse-port",
+	    "--no-delay",
+	    "--mptcp",
+	    "--mtu",
+	    "--acl",
+	    "--key",
+	    "--plugin <",
+	    "--plugin-opts",
+	    "--plugin-mode",
+	};
+	const ss_prog_t progs[] = {SS_PROG_LOCAL, SS_PROG_SERVER, SS_PROG_TUNNEL};
+
+	for (size_t p = 0; p < 3; p++) {
+		for (int form = 0; form < 2; form++) {
+			char *text = NULL;
+			size_t len = 0;
+			FILE *out = open_memstream(&text, &len);
+			char *argv[] = {"prog", form ? "--help" : "-h", "--bogus-after-help", NULL};
+			assert_non_null(out);
+			assert_int_equal(
+			    ss_config_parse(&cfg, progs[p], 3, argv, out, err, sizeof(err)),
+			    SS_CONFIG_HELP);
+			fclose(out);
+			for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++)
+				if (strstr(text, common[i]) == NULL)
+					fail_msg("usage lacks <%s>:\n%s", common[i], text);
+			for (const char *const *m = ss_method_names(); *m != NULL; m++)
+				assert_non_null(strstr(text, *m));
+			assert_int_equal(strstr(text, "-L <") != NULL, progs[p] == SS_PROG_TUNNEL);
+			assert_non_null(strstr(text, "-l <"));
+			free(text);
+		}
+	}
+	/* out may be NULL: nothing is written. */
+	assert_int_equal(run(SS_PROG_LOCAL, "-h", NULL), SS_CONFIG_HELP);
+}
+
+static void test_tunnel(void **state)
+{
+	(void)state;
+	uint8_t v6[16];
+
+	expect_run(SS_PROG_TUNNEL, "-s", "h", "-p", "1", "-l", "5353", "-k", "pw", "-L",
+		   "8.8.8.8:53", NULL);
+	assert_true(cfg.have_tunnel_addr);
+	assert_int_equal(cfg.tunnel_addr.atyp, SS_ATYP_IPV4);
+	assert_memory_equal(cfg.tunnel_addr.v4, ((uint8_t[]){8, 8, 8, 8}), 4);
+	assert_int_equal(cfg.tunnel_addr.port, 53);
+
+	expect_run(SS_PROG_TUNNEL, "-s", "h", "-p", "1", "-l", "5353", "-k", "pw", "-L",
+		   "[2001:4860:4860::8888]:853", NULL);
+	inet_pton(AF_INET6, "2001:4860:4860::8888", v6);
+	assert_int_equal(cfg.tunnel_addr.atyp, SS_ATYP_IPV6);
+	assert_memory_equal(cfg.tunnel_addr.v6, v6, 16);
+	assert_int_equal(cfg.tunnel_addr.port, 853);
+
+	expect_run(SS_PROG_TUNNEL, "-s", "h", "-p", "1", "-l", "5353", "-k", "pw", "-L",
+		   "dns.example:5353", NULL);
+	assert_int_equal(cfg.tunnel_addr.atyp, SS_ATYP_DOMAIN);
+	assert_string_equal(cfg.tunnel_addr.domain, "dns.example");
+	assert_int_equal(cfg.tunnel_addr.port, 5353);
+
+	expect_error("missing tunnel address (-L host:port or \"tunnel_address\")", SS_PROG_TUNNEL,
+		     "-s", "h", "-p", "1", "-l", "2", "-k", "pw", NULL);
+	expect_error("tunnel address '8.8.8.8' for -L/tunnel_address needs a port", SS_PROG_TUNNEL,
+		     "-s", "h", "-p", "1", "-l", "2", "-k", "pw", "-L", "8.8.8.8", NULL);
+	expect_error("invalid port '0' for -L/tunnel_address", SS_PROG_TUNNEL, "-s", "h", "-p", "1",
+		     "-l", "2", "-k", "pw", "-L", "host:0", NULL);
+	expect_error("-L is only for ss-tunnel", SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2",
+		     "-k", "pw", "-L", "8.8.8.8:53", NULL);
+	expect_error("-L is only for ss-tunnel", SS_PROG_SERVER, "-p", "1", "-k", "pw", "-L",
+		     "8.8.8.8:53", NULL);
+}
+
+static void test_server(void **state)
+{
+	(void)state;
+	expect_run(SS_PROG_SERVER, "-p", "8388", "-k", "pw", NULL);
+	assert_string_equal(cfg.prog_name, "ss-server");
+	assert_int_equal(cfg.n_servers, 1);
+	assert_string_equal(cfg.servers[0].host, "::");
+	assert_int_equal(cfg.server_port, 8388);
+	assert_string_equal(cfg.local_addr, ""); /* no outbound bind */
+	assert_int_equal(cfg.local_port, 0);
+
+	expect_run(SS_PROG_SERVER, "-s", "0.0.0.0", "-s", "::", "-p", "8388", "-k", "pw", "-b",
+		   "192.0.2.9", "-d", "1.1.1.1", NULL);
+	assert_int_equal(cfg.n_servers, 2);
+	assert_string_equal(cfg.servers[0].host, "0.0.0.0");
+	assert_string_equal(cfg.servers[1].host, "::");
+	assert_string_equal(cfg.local_addr, "192.0.2.9");
+	assert_string_equal(cfg.nameserver, "1.1.1.1");
+
+	/* Every listen address with its own port: -p is not needed. */
+	expect_run(SS_PROG_SERVER, "-s", "127.0.0.1:8388", "-k", "pw", NULL);
+	assert_int_equal(cfg.servers[0].port, 8388);
+
+	expect_error("missing server port (-p or \"server_port\")", SS_PROG_SERVER, "-k", "pw",
+		     NULL);
+	expect_error("missing password (-k) or key (--key)", SS_PROG_SERVER, "-p", "8388", NULL);
+}
+
+static void test_local_defaults(void **state)
+{
+	(void)state;
+	/* libev listens on ::1 when every server is IPv6. */
+	expect_run(SS_PROG_LOCAL, "-s", "::1", "-s", "[2001:db8::2]:1", "-p", "1", "-l", "2", "-k",
+		   "pw", NULL);
+	assert_string_equal(cfg.local_addr, "::1");
+	expect_run(SS_PROG_LOCAL, "-s", "::1", "-s", "example.com", "-p", "1", "-l", "2", "-k",
+		   "pw", NULL);
+	assert_string_equal(cfg.local_addr, "127.0.0.1");
+	expect_run(SS_PROG_TUNNEL, "-s", "::1", "-p", "1", "-l", "2", "-k", "pw", "-L", "a:1",
+		   NULL);
+	assert_string_equal(cfg.local_addr, "::1");
+	/* The per-server port makes -p unnecessary. */
+	expect_run(SS_PROG_LOCAL, "-s", "a:1", "-s", "[::2]:3", "-l", "2", "-k", "pw", NULL);
+	assert_int_equal(cfg.server_port, 0);
+}
+
+static void test_cli_errors(void **state)
+{
+	(void)state;
+	char expect[600];
+	const ss_method_t *m;
+
+	expect_error("invalid port '70000' for -p/server_port (expected 1-65535)", SS_PROG_LOCAL,
+		     "-s", "h", "-p", "70000", "-l", "1", "-k", "pw", NULL);
+	expect_error("invalid port '0' for -p/server_port", SS_PROG_LOCAL, "-p", "0", NULL);
+	expect_error("invalid port '-1' for -p/server_port", SS_PROG_LOCAL, "-p", "-1", NULL);
+	expect_error("invalid port '80x' for -p/server_port", SS_PROG_LOCAL, "-p", "80x", NULL);
+	expect_error("invalid port '' for -l/local_port", SS_PROG_LOCAL, "-l", "", NULL);
+	expect_error("invalid port '99999' for -s/server", SS_PROG_LOCAL, "-s", "h:99999", NULL);
+	expect_error("invalid port 'x' for -s/server", SS_PROG_LOCAL, "-s", "[::1]:x", NULL);
+	expect_error("invalid IPv6 address '[nope]' for -s/server", SS_PROG_LOCAL, "-s", "[nope]",
+		     NULL);
+	expect_error("invalid address 'a:b:c' for -s/server", SS_PROG_LOCAL, "-s", "a:b:c", NULL);
+	expect_error("empty address for -s/server", SS_PROG_LOCAL, "-s", "", NULL);
+	expect_error("missing server address (-s or \"server\")", SS_PROG_LOCAL, "-p", "1", "-l",
+		     "2", "-k", "pw", NULL);
+	expect_error("missing server port (-p or \"server_port\")", SS_PROG_LOCAL, "-s", "h", "-l",
+		     "2", "-k", "pw", NULL);
+	expect_error("missing server port", SS_PROG_LOCAL, "-s", "a:1", "-s", "b", "-l", "2", "-k",
+		     "pw", NULL);
+	expect_error("missing local port (-l or \"local_port\")", SS_PROG_LOCAL, "-s", "h", "-p",
+		     "1", "-k", "pw", NULL);
+	expect_error("missing password (-k) or key (--key)", SS_PROG_LOCAL, "-s", "h", "-p", "1",
+		     "-l", "2", NULL);
+	expect_error("empty password for -k", SS_PROG_LOCAL, "-k", "", NULL);
+	expect_error("-t must be a positive number, not 'abc'", SS_PROG_LOCAL, "-t", "abc", NULL);
+	expect_error("-t must be a positive number, not '0'", SS_PROG_LOCAL, "-t", "0", NULL);
+	expect_error("-n must be a positive number, not '-5'", SS_PROG_LOCAL, "-n", "-5", NULL);
+	expect_error("--mtu must be a number from 0 to 65535, not '70000'", SS_PROG_LOCAL, "--mtu",
+		     "70000", NULL);
+	expect_error("invalid interface name 'averyveryverylongname' for -i", SS_PROG_LOCAL, "-i",
+		     "averyveryverylongname", NULL);
+	expect_error("--plugin-mode must be tcp_only, tcp_and_udp or udp_only, not 'tcp'",
+		     SS_PROG_LOCAL, "--plugin-mode", "tcp", NULL);
+	expect_error("unknown option '--bogus'", SS_PROG_LOCAL, "--bogus", NULL);
+	expect_error("unknown option -x", SS_PROG_LOCAL, "-x", NULL);
+	expect_error("option -p needs a value", SS_PROG_LOCAL, "-p", NULL);
+	expect_error("option --acl needs a value", SS_PROG_LOCAL, "--acl", NULL);
+	expect_error("option --fast-open takes no value", SS_PROG_LOCAL, "--fast-open=yes", NULL);
+	expect_error("unexpected argument 'stray'", SS_PROG_LOCAL, "-s", "h", "stray", NULL);
+	expect_error("one-time auth was removed", SS_PROG_LOCAL, "-A", NULL);
+	expect_error("-T (TPROXY) is an ss-redir flag", SS_PROG_LOCAL, "-T", NULL);
+	expect_error("--manager-address is an ss-manager flag", SS_PROG_SERVER, "--manager-address",
+		     "/tmp/m.sock", NULL);
+	expect_error("--executable is an ss-manager flag", SS_PROG_SERVER, "--executable", "x",
+		     NULL);
+	char many[20][16];
+	char *argv[64] = {"ss-local"};
+	int argc = 1;
+	for (int i = 0; i < 17; i++) {
+		snprintf(many[i], sizeof(many[i]), "10.0.0.%d", i);
+		argv[argc++] = "-s";
+		argv[argc++] = many[i];
+	}
+	assert_int_equal(ss_config_parse(&cfg, SS_PROG_LOCAL, argc, argv, NULL, err, sizeof(err)),
+			 SS_CONFIG_ERROR);
+	assert_non_null(strstr(err, "too many -s (at most 16)"));
+
+	/* Method errors are the lookup's own line. */
+	ss_method_lookup("rc4-md5", &m, expect, sizeof(expect));
+	expect_error(expect, SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "-k", "pw", "-m",
+		     "rc4-md5", NULL);
+	assert_non_null(strstr(err, "rc4-md5"));
+	ss_method_lookup("aes-256-cfb", &m, expect, sizeof(expect));
+	expect_error(expect, SS_PROG_SERVER, "-m", "aes-256-cfb", NULL);
+	ss_method_lookup("rot13", &m, expect, sizeof(expect));
+	expect_error(expect, SS_PROG_LOCAL, "-m", "rot13", NULL);
+	assert_non_null(strstr(err, "rot13"));
+}
+
+/* JSON */
+
+static void test_json_forms(void **state)
+{
+	(void)state;
+	const char *path =
+	    write_file("forms.json", "{\n"
+				     "  \"server\": \"192.0.2.1\",\n"
+				     "  \"server_port\": 8388,\n"
+				     "  \"local_address\": \"0.0.0.0\",\n"
+				     "  \"local_port\": \"1080\",\n"
+				     "  \"password\": \"from-file\",\n"
+				     "  \"method\": \"aes-128-gcm\",\n"
+				     "  \"timeout\": \"120\",\n"
+				     "  \"user\": \"nobody\",\n"
+				     "  \"fast_open\": true,\n"
+				     "  \"reuse_port\": true,\n"
+				     "  \"no_delay\": true,\n"
+				     "  \"mptcp\": true,\n"
+				     "  \"ipv6_first\": true,\n"
+				     "  \"use_syslog\": true,\n"
+				     "  \"nofile\": 65536,\n"
+				     "  \"nameserver\": \"9.9.9.9\",\n"
+				     "  \"mode\": \"udp_only\",\n"
+				     "  \"mtu\": 1500,\n"
+				     "  \"verbose\": true,\n"
+				     "  \"interface\": \"wlan0\",\n"
+				     "  \"acl\": \"/etc/a.acl\",\n"
+				     "  \"plugin\": \"v2ray-plugin\",\n"
+				     "  \"plugin_opts\": \"server\",\n"
+				     "  \"plugin_mode\": \"tcp_only\",\n"
+				     "  \"local_ipv4_address\": \"192.0.2.50\",\n"
+				     "  \"local_ipv6_address\": \"2001:db8::50\",\n"
+				     "  \"tunnel_address\": \"example.com:443\",\n"
+				     "  \"port_password\": {\"1\": \"x\"},\n"
+				     "  \"workdir\": \"/tmp\",\n"
+				     "  \"dscp\": {},\n"
+				     "  \"some_future_key\": [1, 2, {\"a\": null}],\n"
+				     "  \"auth\": false\n"
+				     "}\n");
+	expect_run(SS_PROG_TUNNEL, "-c", path, NULL);
+	assert_string_equal(cfg.config_file, path);
+	assert_int_equal(cfg.n_servers, 1);
+	assert_string_equal(cfg.servers[0].host, "192.0.2.1");
+	assert_int_equal(cfg.server_port, 8388);
+	assert_string_equal(cfg.local_addr, "0.0.0.0");
+	assert_int_equal(cfg.local_port, 1080);
+	assert_int_equal(cfg.timeout, 120);
+	assert_string_equal(cfg.user, "nobody");
+	assert_true(cfg.fast_open);
+	assert_true(cfg.reuse_port);
+	assert_true(cfg.no_delay);
+	assert_true(cfg.mptcp);
+	assert_true(cfg.ipv6_first);
+	assert_true(cfg.use_syslog);
+	assert_int_equal(cfg.nofile, 65536);
+	assert_string_equal(cfg.nameserver, "9.9.9.9");
+	assert_int_equal(cfg.mode, SS_MODE_UDP_ONLY);
+	assert_int_equal(cfg.mtu, 1500);
+	assert_int_equal(cfg.verbose, 1);
+	assert_string_equal(cfg.iface, "wlan0");
+	assert_string_equal(cfg.acl, "/etc/a.acl");
+	assert_string_equal(cfg.plugin, "v2ray-plugin");
+	assert_string_equal(cfg.plugin_opts, "server");
+	assert_string_equal(cfg.plugin_mode, "tcp_only");
+	assert_string_equal(cfg.local_ipv4_addr, "192.0.2.50");
+	assert_string_equal(cfg.local_ipv6_addr, "2001:db8::50");
+	assert_true(cfg.have_tunnel_addr);
+	assert_string_equal(cfg.tunnel_addr.domain, "example.com");
+	assert_int_equal(cfg.tunnel_addr.port, 443);
+	expect_key_from_password("aes-128-gcm", "from-file");
+
+	/* ss-local ignores tunnel_address, as libev does. */
+	expect_run(SS_PROG_LOCAL, "-c", path, NULL);
+	assert_false(cfg.have_tunnel_addr);
+}
+
+static void test_json_servers(void **state)
+{
+	(void)state;
+	const char *path;
+
+	path = write_file("s1.json", "{\"server\": \"host.example:8389\", \"local_port\": 1080,"
+				     " \"password\": \"pw\", \"timeout\": 5}");
+	expect_run(SS_PROG_LOCAL, "-c", path, NULL);
+	assert_int_equal(cfg.n_servers, 1);
+	assert_string_equal(cfg.servers[0].host, "host.example");
+	assert_int_equal(cfg.servers[0].port, 8389);
+	assert_int_equal(cfg.timeout, 5);
+
+	path = write_file("s2.json", "{\"server\": [\"a.example\", \"[2001:db8::7]:443\", \"::1\","
+				     " \"10.0.0.1:1\"], \"server_port\": \"8388\","
+				     " \"local_port\": 1080, \"password\": \"pw\"}");
+	expect_run(SS_PROG_LOCAL, "-c", path, NULL);
+	assert_int_equal(cfg.n_servers, 4);
+	assert_string_equal(cfg.servers[0].host, "a.example");
+	assert_int_equal(cfg.servers[0].port, 0);
+	assert_string_equal(cfg.servers[1].host, "2001:db8::7");
+	assert_int_equal(cfg.servers[1].port, 443);
+	assert_string_equal(cfg.servers[2].host, "::1");
+	assert_int_equal(cfg.servers[2].port, 0);
+	assert_string_equal(cfg.servers[3].host, "10.0.0.1");
+	assert_int_equal(cfg.servers[3].port, 1);
+	assert_int_equal(cfg.server_port, 8388);
+
+	/* The documented ss-server form for both families. */
+	path =
+	    write_file("s3.json", "{\"server\": [\"::0\", \"0.0.0.0\"], \"server_port\": 8388,"
+				  " \"password\": \"pw\", \"method\": \"chacha20-ietf-poly1305\"}");
+	expect_run(SS_PROG_SERVER, "-c", path, NULL);
+	assert_int_equal(cfg.n_servers, 2);
+	assert_string_equal(cfg.servers[0].host, "::0");
+	assert_string_equal(cfg.servers[1].host, "0.0.0.0");
+
+	path = write_file("s4.json", "{\"server\": [], \"server_port\": 8388, \"password\": \"pw\","
+				     " \"local_port\": null, \"plugin\": \"\"}");
+	expect_run(SS_PROG_SERVER, "-c", path, NULL);
+	assert_string_equal(cfg.servers[0].host, "::");
+	assert_string_equal(cfg.plugin, "");
+}
+
+static void test_json_key(void **state)
+{
+	(void)state;
+	uint8_t want[32];
+	for (int i = 0; i < 32; i++)
+		want[i] = (uint8_t)(i + 1);
+	const char *path =
+	    write_file("key.json", "{\"server\": \"h\", \"server_port\": 1,"
+				   " \"local_port\": 2, \"password\": \"ignored\","
+				   " \"key\": \"AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA\"}");
+	expect_run(SS_PROG_LOCAL, "-c", path, NULL);
+	assert_memory_equal(cfg.key, want, 32);
+
+	/* A password on the command line beats the file's key and password. */
+	expect_run(SS_PROG_LOCAL, "-c", path, "-k", "cli", NULL);
+	expect_key_from_password(SS_DEFAULT_METHOD, "cli");
+}
+
+static void test_cli_overrides_json(void **state)
+{
+	(void)state;
+	const char *path =
+	    write_file("over.json", "{\"server\": [\"file1\", \"file2\"],"
+				    " \"server_port\": 1111, \"local_port\": 2222,"
+				    " \"local_address\": \"10.9.9.9\","
+				    " \"password\": \"file-pw\", \"method\": \"aes-128-gcm\","
+				    " \"timeout\": 30, \"mode\": \"tcp_and_udp\","
+				    " \"fast_open\": false, \"verbose\": 0, \"mtu\": 1000,"
+				    " \"nofile\": 100, \"user\": \"fileuser\","
+				    " \"plugin\": \"file-plugin\", \"acl\": \"/file.acl\","
+				    " \"nameserver\": \"1.2.3.4\", \"ipv6_first\": false,"
+				    " \"tunnel_address\": \"file:1\"}");
+
+	/* -c first, then flags; and flags first, then -c: the same result. */
+	for (int order = 0; order < 2; order++) {
+		if (order == 0)
+			expect_run(SS_PROG_TUNNEL, "-c", path, "-s", "cli", "-p", "3333", "-l",
+				   "4444", "-b", "127.0.0.2", "-k", "cli-pw", "-m", "aes-256-gcm",
+				   "-t", "99", "-U", "--fast-open", "-v", "--mtu", "1300", "-n",
+				   "5000", "-a", "cliuser", "--plugin", "", "--acl", "/cli.acl",
+				   "-d", "5.6.7.8", "-6", "-L", "cli:2", NULL);
+		else
+			expect_run(SS_PROG_TUNNEL, "-s", "cli", "-p", "3333", "-l", "4444", "-b",
+				   "127.0.0.2", "-k", "cli-pw", "-m", "aes-256-gcm", "-t", "99",
+				   "-U", "--fast-open", "-v", "--mtu", "1300", "-n", "5000", "-a",
+				   "cliuser", "--plugin", "", "--acl", "/cli.acl", "-d", "5.6.7.8",
+				   "-6", "-L", "cli:2", "-c", path, NULL);
+		assert_int_equal(cfg.n_servers, 1);
+		assert_string_equal(cfg.servers[0].host, "cli");
+		assert_int_equal(cfg.server_port, 3333);
+		assert_int_equal(cfg.local_port, 4444);
+		assert_string_equal(cfg.local_addr, "127.0.0.2");
+		assert_int_equal(cfg.timeout, 99);
+		assert_int_equal(cfg.mode, SS_MODE_UDP_ONLY);
+		assert_true(cfg.fast_open);
+		assert_int_equal(cfg.verbose, 1);
+		assert_int_equal(cfg.mtu, 1300);
+		assert_int_equal(cfg.nofile, 5000);
+		assert_string_equal(cfg.user, "cliuser");
+		assert_string_equal(cfg.plugin, ""); /* --plugin "" turns the file's off */
+		assert_string_equal(cfg.acl, "/cli.acl");
+		assert_string_equal(cfg.nameserver, "5.6.7.8");
+		assert_true(cfg.ipv6_first);
+		assert_string_equal(cfg.tunnel_addr.domain, "cli");
+		assert_int_equal(cfg.tunnel_addr.port, 2);
+		expect_key_from_password("aes-256-gcm", "cli-pw");
+	}
+
+	/* What the command line leaves alone still comes from the file. */
+	expect_run(SS_PROG_TUNNEL, "-c", path, "-s", "cli", NULL);
+	assert_string_equal(cfg.servers[0].host, "cli");
+	assert_int_equal(cfg.server_port, 1111);
+	assert_int_equal(cfg.mode, SS_MODE_TCP_AND_UDP);
+	assert_string_equal(cfg.plugin, "file-plugin");
+	expect_key_from_password("aes-128-gcm", "file-pw");
+}
+
+static void test_parse_json_alone(void **state)
+{
+	(void)state;
+	ss_config_init(&cfg, SS_PROG_LOCAL);
+	assert_int_equal(
+	    ss_config_parse_json(&cfg, "{\"server_port\": 1, \"timeout\": 7}", err, sizeof(err)),
+	    0);
+	assert_int_equal(cfg.server_port, 1);
+	assert_int_equal(cfg.timeout, 7);
+	ss_config_clear(&cfg);
+}
+
+static void expect_json_error(ss_prog_t prog, const char *json, const char *want)
+{
+	const char *path = write_file("bad.json", json);
+	char prefix[600];
+
+	snprintf(prefix, sizeof(prefix), "config file '%s': ", path);
+	expect_error(want, prog, "-c", path, NULL);
+	if (strncmp(err, prefix, strlen(prefix)) != 0)
+		fail_msg("want prefix <%s>, got <%s>", prefix, err);
+}
+
+static void test_json_errors(void **state)
+{
+	(void)state;
+	char expect[600];
+	const ss_method_t *m;
+
+	expect_json_error(SS_PROG_LOCAL,
+			  "{\n  \"server\": \"a\",\n  \"server_port\": ,\n  \"password\": \"x\"\n}",
+			  "invalid JSON near line 3");
+	expect_json_error(SS_PROG_LOCAL, "{\"server\": \"a\"} trailing",
+			  "invalid JSON near line 1");
+	expect_json_error(SS_PROG_LOCAL, "", "invalid JSON");
+	expect_json_error(SS_PROG_LOCAL, "[1, 2]", "the top level must be a JSON object");
+	expect_json_error(SS_PROG_LOCAL, "{\"timeout\": \"abc\"}",
+			  "\"timeout\" must be a positive number, not \"abc\"");
+	expect_json_error(SS_PROG_LOCAL, "{\"timeout\": -3}",
+			  "\"timeout\" must be a positive number, not -3");
+	expect_json_error(SS_PROG_LOCAL, "{\"timeout\": 1.5}",
+			  "\"timeout\" must be a positive number, not 1.5");
+	expect_json_error(SS_PROG_LOCAL, "{\"server_port\": 70000}",
+			  "invalid port '70000' for -p/server_port (expected 1-65535)");
+	expect_json_error(SS_PROG_LOCAL, "{\"server_port\": \"70000\"}",
+			  "invalid port '70000' for -p/server_port (expected 1-65535)");
+	expect_json_error(SS_PROG_LOCAL, "{\"local_port\": true}",
+			  "invalid port 'true' for -l/local_port");
+	expect_json_error(SS_PROG_LOCAL, "{\"server\": 42}",
+			  "\"server\" must be a string or an array of strings, not 42");
+	expect_json_error(SS_PROG_LOCAL, "{\"server\": [\"a\", 1]}",
+			  "\"server\" entries must be strings, not 1");
+	expect_json_error(SS_PROG_LOCAL, "{\"server\": \"h:0\"}", "invalid port '0' for -s/server");
+	expect_json_error(SS_PROG_LOCAL,
+			  "{\"server\": [\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\","
+			  "\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"]}",
+			  "too many addresses in \"server\" (at most 16)");
+	expect_json_error(SS_PROG_LOCAL, "{\"fast_open\": \"yes\"}",
+			  "\"fast_open\" must be true or false, not \"yes\"");
+	expect_json_error(SS_PROG_LOCAL, "{\"mode\": \"tcp\"}",
+			  "\"mode\" must be \"tcp_only\", \"tcp_and_udp\" or \"udp_only\", not "
+			  "\"tcp\"");
+	expect_json_error(SS_PROG_LOCAL, "{\"mtu\": \"big\"}",
+			  "\"mtu\" must be a number from 0 to 65535, not \"big\"");
+	expect_json_error(SS_PROG_LOCAL, "{\"nofile\": 0}",
+			  "\"nofile\" must be a positive number, not 0");
+	expect_json_error(SS_PROG_LOCAL, "{\"user\": true}", "\"user\" must be a string, not true");
+	expect_json_error(SS_PROG_LOCAL, "{\"password\": [\"x\"]}",
+			  "\"password\" must be a string, not an array");
+	expect_json_error(SS_PROG_LOCAL, "{\"key\": 5}", "\"key\" must be a base64 string, not 5");
+	expect_json_error(SS_PROG_LOCAL, "{\"local_ipv4_address\": \"::1\"}",
+			  "\"local_ipv4_address\" must be an IPv4 address, not \"::1\"");
+	expect_json_error(SS_PROG_LOCAL, "{\"local_ipv6_address\": \"1.2.3.4\"}",
+			  "\"local_ipv6_address\" must be an IPv6 address, not \"1.2.3.4\"");
+	expect_json_error(SS_PROG_TUNNEL, "{\"tunnel_address\": \"nowhere\"}",
+			  "tunnel address 'nowhere' for -L/tunnel_address needs a port");
+	expect_json_error(SS_PROG_LOCAL, "{\"auth\": true}", "one-time auth was removed");
+	expect_json_error(SS_PROG_LOCAL, "{\"verbose\": \"loud\"}",
+			  "\"verbose\" must be true, false or a level 0-10, not \"loud\"");
+
+	ss_method_lookup("aes-256-cfb", &m, expect, sizeof(expect));
+	expect_json_error(SS_PROG_SERVER, "{\"method\": \"aes-256-cfb\"}", expect);
+	assert_non_null(strstr(err, "aes-256-cfb"));
+	ss_method_lookup("salsa20", &m, expect, sizeof(expect));
+	expect_json_error(SS_PROG_LOCAL, "{\"method\": \"salsa20\"}", expect);
+
+	/* A bad value the command line overrides is never looked at. */
+	const char *path = write_file("shadowed.json", "{\"server_port\": \"bad\","
+						       " \"method\": \"rc4-md5\"}");
+	expect_run(SS_PROG_SERVER, "-c", path, "-p", "1", "-m", "aes-128-gcm", "-k", "pw", NULL);
+
+	/* Messages never carry the secret. */
+	path = write_file("secret.json", "{\"server_port\": 1, \"key\": \"c2VjcmV0LWtleQ==\"}");
+	expect_error("invalid key", SS_PROG_SERVER, "-c", path, NULL);
+	assert_null(strstr(err, "c2VjcmV0"));
+}
+
+static void test_file_errors(void **state)
+{
+	(void)state;
+	char want[600];
+
+	expect_error("cannot read config file '/nonexistent/ss.json': No such file or directory",
+		     SS_PROG_LOCAL, "-c", "/nonexistent/ss.json", NULL);
+	snprintf(want, sizeof(want), "cannot read config file '%s': Is a directory", tmpdir);
+	expect_error(want, SS_PROG_LOCAL, "-c", tmpdir, NULL);
+	expect_error("empty config file path for -c", SS_PROG_LOCAL, "-c", "", NULL);
+}
+
+/* With no arguments at all, the file libev 3.3.5 would read. */
+static void test_default_config(void **state)
+{
+	(void)state;
+	char xdg[600], home[600], path[700];
+	char *argv[] = {"ss-local", NULL};
+	const char *old_xdg = getenv("XDG_CONFIG_HOME");
+	const char *old_home = getenv("HOME");
+	char *saved_xdg = old_xdg ? strdup(old_xdg) : NULL;
+	char *saved_home = old_home ? strdup(old_home) : NULL;
+
+	snprintf(xdg, sizeof(xdg), "%s/xdg", tmpdir);
+	snprintf(path, sizeof(path), "%s/shadowsocks-libev", xdg);
+	mkdir(xdg, 0700);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/shadowsocks-libev/config.json", xdg);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"server\": \"xdg.example\", \"server_port\": 1, \"local_port\": 2,"
+	      " \"password\": \"pw\"}",
+	      f);
+	fclose(f);
+
+	setenv("XDG_CONFIG_HOME", xdg, 1);
+	assert_int_equal(ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err)),
+			 SS_CONFIG_RUN);
+	assert_string_equal(cfg.config_file, path);
+	assert_string_equal(cfg.servers[0].host, "xdg.example");
+
+	/* Any argument at all turns the default file off, as in libev. */
+	assert_int_equal(run(SS_PROG_LOCAL, "-v", NULL), SS_CONFIG_ERROR);
+	assert_string_equal(cfg.config_file, "");
+
+	/* Without XDG_CONFIG_HOME: $HOME/.config/shadowsocks-libev/config.json */
+	unsetenv("XDG_CONFIG_HOME");
+	snprintf(home, sizeof(home), "%s/home", tmpdir);
+	mkdir(home, 0700);
+	snprintf(path, sizeof(path), "%s/.config", home);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/.config/shadowsocks-libev", home);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/.config/shadowsocks-libev/config.json", home);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"server\": \"home.example\", \"server_port\": 1, \"local_port\": 2,"
+	      " \"password\": \"pw\"}",
+	      f);
+	fclose(f);
+	setenv("HOME", home, 1);
+	assert_int_equal(ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err)),
+			 SS_CONFIG_RUN);
+	assert_string_equal(cfg.config_file, path);
+	assert_string_equal(cfg.servers[0].host, "home.example");
+
+	/* XDG_CONFIG_HOME set but without the file: the system file, never
+	 * $HOME's (libev tries one user path only). */
+	setenv("XDG_CONFIG_HOME", tmpdir, 1);
+	ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err));
+	assert_string_equal(cfg.config_file, "/etc/shadowsocks-libev/config.json");
+
+	unsetenv("XDG_CONFIG_HOME");
+	unsetenv("HOME");
+	ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err));
+	assert_string_equal(cfg.config_file, "/etc/shadowsocks-libev/config.json");
+
+	if (saved_xdg)
+		setenv("XDG_CONFIG_HOME", saved_xdg, 1);
+	if (saved_home)
+		setenv("HOME", saved_home, 1);
+	free(saved_xdg);
+	free(saved_home);
+}
+
+static void test_clear(void **state)
+{
+	(void)state;
+	uint8_t zero[SS_MAX_KEY_LEN] = {0};
+
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "-k", "pw", NULL);
+	assert_memory_not_equal(cfg.key, zero, sizeof(zero));
+	ss_config_clear(&cfg);
+	assert_memory_equal(cfg.key, zero, sizeof(zero));
+
+	/* An error leaves no secret behind either. */
+	expect_error("missing local port", SS_PROG_LOCAL, "-s", "h", "-p", "1", "-k", "pw", NULL);
+	assert_string_equal(cfg.password, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_local_minimal),
+	    cmocka_unit_test(test_local_every_flag),
+	    cmocka_unit_test(test_long_forms),
+	    cmocka_unit_test(test_key_flag),
+	    cmocka_unit_test(test_help),
+	    cmocka_unit_test(test_tunnel),
+	    cmocka_unit_test(test_server),
+	    cmocka_unit_test(test_local_defaults),
+	    cmocka_unit_test(test_cli_errors),
+	    cmocka_unit_test(test_json_forms),
+	    cmocka_unit_test(test_json_servers),
+	    cmocka_unit_test(test_json_key),
+	    cmocka_unit_test(test_cli_overrides_json),
+	    cmocka_unit_test(test_parse_json_alone),
+	    cmocka_unit_test(test_json_errors),
+	    cmocka_unit_test(test_file_errors),
+	    cmocka_unit_test(test_default_config),
+	    cmocka_unit_test(test_clear),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
