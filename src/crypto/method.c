@@ -1,0 +1,135 @@
+#include "crypto/method.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <mbedtls/md5.h>
+#include <sodium.h>
+
+#include "util/result.h"
+
+static const ss_method_t methods[] = {
+    {"aes-128-gcm", SS_METHOD_AEAD, SS_AEAD_AES_GCM, 16, 16, 12},
+    {"aes-192-gcm", SS_METHOD_AEAD, SS_AEAD_AES_GCM, 24, 24, 12},
+    {"aes-256-gcm", SS_METHOD_AEAD, SS_AEAD_AES_GCM, 32, 32, 12},
+    {"chacha20-ietf-poly1305", SS_METHOD_AEAD, SS_AEAD_CHACHA20_POLY1305, 32, 32, 12},
+    {"xchacha20-ietf-poly1305", SS_METHOD_AEAD, SS_AEAD_XCHACHA20_POLY1305, 32, 32, 24},
+};
+
+static const char *const method_names[] = {
+    "aes-128-gcm",
+    "aes-192-gcm",
+    "aes-256-gcm",
+    "chacha20-ietf-poly1305",
+    "xchacha20-ietf-poly1305",
+    NULL,
+};
+
+_Static_assert(SS_ARRAY_LEN(method_names) == SS_ARRAY_LEN(methods) + 1, "names match methods");
+
+/* The stream ciphers shadowsocks-libev 3.3.5 still accepted, each with the
+ * AEAD method to move to: the same key size for AES and Camellia, otherwise
+ * ChaCha20-Poly1305. */
+static const struct {
+	const char *name;
+	const char *instead;
+} removed[] = {
+    {"table", "chacha20-ietf-poly1305"},     {"rc4", "chacha20-ietf-poly1305"},
+    {"rc4-md5", "chacha20-ietf-poly1305"},   {"rc4-md5-6", "chacha20-ietf-poly1305"},
+    {"aes-128-cfb", "aes-128-gcm"},          {"aes-192-cfb", "aes-192-gcm"},
+    {"aes-256-cfb", "aes-256-gcm"},          {"aes-128-ctr", "aes-128-gcm"},
+    {"aes-192-ctr", "aes-192-gcm"},          {"aes-256-ctr", "aes-256-gcm"},
+    {"bf-cfb", "chacha20-ietf-poly1305"},    {"camellia-128-cfb", "aes-128-gcm"},
+    {"camellia-192-cfb", "aes-192-gcm"},     {"camellia-256-cfb", "aes-256-gcm"},
+    {"cast5-cfb", "chacha20-ietf-poly1305"}, {"des-cfb", "chacha20-ietf-poly1305"},
+    {"idea-cfb", "chacha20-ietf-poly1305"},  {"rc2-cfb", "chacha20-ietf-poly1305"},
+    {"seed-cfb", "chacha20-ietf-poly1305"},  {"salsa20", "chacha20-ietf-poly1305"},
+    {"chacha20", "chacha20-ietf-poly1305"},  {"chacha20-ietf", "chacha20-ietf-poly1305"},
+};
+
+int ss_method_lookup(const char *name, const ss_method_t **out, char *err, size_t errlen)
+{
+	size_t i, used;
+	int n;
+
+	for (i = 0; i < SS_ARRAY_LEN(methods); i++) {
+		if (strcmp(name, methods[i].name) == 0) {
+			*out = &methods[i];
+			return 0;
+		}
+	}
+	for (i = 0; i < SS_ARRAY_LEN(removed); i++) {
+		if (strcmp(name, removed[i].name) == 0) {
+			if (errlen > 0)
+				snprintf(err, errlen,
+					 "method '%s' was removed as insecure (stream ciphers have "
+					 "no authentication); use %s instead",
+					 name, removed[i].instead);
+			return -EPROTONOSUPPORT;
+		}
+	}
+	if (errlen > 0) {
+		n = snprintf(err, errlen, "unknown method '%s'; supported:", name);
+		used = n < 0 ? errlen : (size_t)n;
+		for (i = 0; i < SS_ARRAY_LEN(methods) && used < errlen; i++) {
+			n = snprintf(err + used, errlen - used, "%s %s", i ? "," : "",
+				     methods[i].name);
+			used += n < 0 ? errlen : (size_t)n;
+		}
+	}
+	return -ENOENT;
+}
+
+const char *const *ss_method_names(void)
+{
+	return method_names;
+}
+
+void ss_key_from_password(const ss_method_t *m, const char *password, uint8_t *key)
+{
+	/* EVP_BytesToKey(MD5, no salt, count 1):
+	 * D_1 = MD5(password), D_i = MD5(D_{i-1} || password), key = D_1 || D_2 ... */
+	mbedtls_md5_context ctx;
+	uint8_t d[16];
+	size_t pw_len = strlen(password), done = 0;
+
+	mbedtls_md5_init(&ctx);
+	while (done < m->key_len) {
+		size_t n = m->key_len - done < sizeof(d) ? m->key_len - done : sizeof(d);
+
+		(void)mbedtls_md5_starts_ret(&ctx);
+		if (done > 0)
+			(void)mbedtls_md5_update_ret(&ctx, d, sizeof(d));
+		(void)mbedtls_md5_update_ret(&ctx, (const uint8_t *)password, pw_len);
+		(void)mbedtls_md5_finish_ret(&ctx, d);
+		memcpy(key + done, d, n);
+		done += n;
+	}
+	mbedtls_md5_free(&ctx);
+	sodium_memzero(d, sizeof(d));
+}
+
+int ss_key_from_base64(const ss_method_t *m, const char *b64, uint8_t *key)
+{
+	static const int variants[] = {
+	    sodium_base64_VARIANT_ORIGINAL,
+	    sodium_base64_VARIANT_ORIGINAL_NO_PADDING,
+	    sodium_base64_VARIANT_URLSAFE,
+	    sodium_base64_VARIANT_URLSAFE_NO_PADDING,
+	};
+	size_t b64_len = strlen(b64);
+
+	for (size_t i = 0; i < SS_ARRAY_LEN(variants); i++) {
+		const char *end = NULL;
+		size_t n = 0;
+
+		/* The buffer holds exactly key_len: longer input fails here. */
+		if (sodium_base642bin(key, m->key_len, b64, b64_len, NULL, &n, &end, variants[i]) ==
+			0 &&
+		    end == b64 + b64_len && n == m->key_len)
+			return 0;
+	}
+	sodium_memzero(key, m->key_len);
+	return -EINVAL;
+}

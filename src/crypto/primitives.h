@@ -1,0 +1,82 @@
+#ifndef SS_CRYPTO_PRIMITIVES_H
+#define SS_CRYPTO_PRIMITIVES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Crypto primitives behind one interface, one backend per file:
+ * primitives_sodium.c (libsodium + mbedtls, always built, the reference) and
+ * primitives_openssl.c (libcrypto EVP, built when found). Generic code never
+ * looks inside ss_aead_t; it only calls through the backend table. */
+
+#define SS_AEAD_TAG_LEN 16
+#define SS_AEAD_MAX_KEY_LEN 32
+#define SS_AEAD_MAX_NONCE_LEN 24
+
+typedef enum {
+	SS_AEAD_AES_GCM,            /* key 16, 24 or 32; nonce 12 */
+	SS_AEAD_CHACHA20_POLY1305,  /* IETF, key 32, nonce 12 */
+	SS_AEAD_XCHACHA20_POLY1305, /* key 32, nonce 24 */
+} ss_aead_alg_t;
+
+/* Per-direction AEAD state. It lives inside the connection slot: aead_init
+ * once per slot, aead_setkey per connection (re-keys without allocating where
+ * the backend allows it), aead_free when the slot is destroyed. The storage is
+ * opaque and sized for the largest backend. */
+#define SS_AEAD_STATE_SIZE 704
+typedef struct ss_aead {
+	ss_aead_alg_t alg;
+	uint8_t key_len;
+	bool keyed;
+	_Alignas(64) unsigned char state[SS_AEAD_STATE_SIZE];
+} ss_aead_t;
+
+typedef struct ss_crypto_backend {
+	const char *name;
+	/* Prepares a for alg; 0 or -errno (-ENOMEM, -ENOTSUP). */
+	int (*aead_init)(ss_aead_t *a, ss_aead_alg_t alg);
+	/* Sets the key (key_len must match alg); 0 or -EINVAL. */
+	int (*aead_setkey)(ss_aead_t *a, const uint8_t *key, size_t key_len);
+	/* Seals len bytes of in to out: len bytes of ciphertext then the 16-byte
+	 * tag at out + len. in == out is allowed (in place); other overlaps are
+	 * not. No associated data. Returns 0 or -errno. */
+	int (*aead_seal)(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
+			 size_t len);
+	/* Opens len bytes (ciphertext followed by tag, len >= 16) of in to out,
+	 * writing len - 16 bytes. in == out allowed. Returns 0, or -EBADMSG when
+	 * authentication fails (out then holds nothing meaningful). */
+	int (*aead_open)(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
+			 size_t len);
+	/* Releases what aead_init took and wipes the key. Safe on a zeroed ss_aead_t. */
+	void (*aead_free)(ss_aead_t *a);
+	/* RFC 5869 HKDF with SHA-1. Returns 0 or -EINVAL. */
+	int (*hkdf_sha1)(const uint8_t *salt, size_t salt_len, const uint8_t *ikm, size_t ikm_len,
+			 const uint8_t *info, size_t info_len, uint8_t *okm, size_t okm_len);
+	/* Wipes the key (and anything derived from it) but keeps what
+	 * aead_init took, so the next aead_setkey can reuse it. Safe on a
+	 * zeroed or unkeyed ss_aead_t. */
+	void (*aead_wipe)(ss_aead_t *a);
+} ss_crypto_backend_t;
+
+extern const ss_crypto_backend_t ss_crypto_sodium;
+/* The sodium backend as it runs on a CPU without AES-NI: AES-GCM always from
+ * mbedtls. For tests, so that path is covered on any machine. */
+extern const ss_crypto_backend_t ss_crypto_sodium_portable;
+#ifdef SS_HAVE_OPENSSL
+extern const ss_crypto_backend_t ss_crypto_openssl;
+#endif
+
+/* The backend chosen at build time (-DSS_CRYPTO=). */
+const ss_crypto_backend_t *ss_crypto_default(void);
+
+/* Initialises the libraries once per process (sodium_init). 0 or -1. */
+int ss_crypto_global_init(void);
+
+/* Shared helpers, the same for both backends. */
+void ss_random_bytes(void *buf, size_t len);
+bool ss_ct_equal(const void *a, const void *b, size_t len);
+void ss_wipe(void *buf, size_t len);
+void ss_md5(const uint8_t *in, size_t len, uint8_t out[16]);
+
+#endif

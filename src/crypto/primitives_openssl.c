@@ -1,0 +1,231 @@
+/* The fast backend: libcrypto EVP for AES-GCM and ChaCha20-Poly1305.
+ * XChaCha20-Poly1305 is not in OpenSSL and comes from libsodium. */
+#ifdef SS_HAVE_OPENSSL
+
+/* SHA-1 low-level calls: the only allocation-free way to hash with
+ * libcrypto, and HKDF runs once per connection and once per datagram. */
+#define OPENSSL_SUPPRESS_DEPRECATED
+
+#include "crypto/primitives.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <sodium.h>
+
+#include "crypto/hkdf_sha1.h"
+
+typedef struct {
+	EVP_CIPHER_CTX *ctx;
+	const EVP_CIPHER *cipher; /* what ctx is set up for, NULL if nothing yet */
+	uint8_t xkey[crypto_aead_xchacha20poly1305_ietf_KEYBYTES];
+} ossl_state_t;
+
+_Static_assert(sizeof(ossl_state_t) <= SS_AEAD_STATE_SIZE, "grow SS_AEAD_STATE_SIZE");
+
+static ossl_state_t *st(ss_aead_t *a)
+{
+	return (ossl_state_t *)a->state;
+}
+
+static const EVP_CIPHER *cipher_for(ss_aead_alg_t alg, size_t key_len)
+{
+	switch (alg) {
+	case SS_AEAD_AES_GCM:
+		if (key_len == 16)
+			return EVP_aes_128_gcm();
+		if (key_len == 24)
+			return EVP_aes_192_gcm();
+		if (key_len == 32)
+			return EVP_aes_256_gcm();
+		return NULL;
+	case SS_AEAD_CHACHA20_POLY1305:
+		return key_len == 32 ? EVP_chacha20_poly1305() : NULL;
+	default:
+		return NULL;
+	}
+}
+
+static int ossl_aead_init(ss_aead_t *a, ss_aead_alg_t alg)
+{
+	ossl_state_t *s;
+
+	if (alg != SS_AEAD_AES_GCM && alg != SS_AEAD_CHACHA20_POLY1305 &&
+	    alg != SS_AEAD_XCHACHA20_POLY1305)
+		return -ENOTSUP;
+	memset(a, 0, sizeof(*a));
+	a->alg = alg;
+	if (alg == SS_AEAD_XCHACHA20_POLY1305)
+		return 0;
+	s = st(a);
+	s->ctx = EVP_CIPHER_CTX_new();
+	return s->ctx ? 0 : -ENOMEM;
+}
+
+static int ossl_aead_setkey(ss_aead_t *a, const uint8_t *key, size_t key_len)
+{
+	ossl_state_t *s = st(a);
+	const EVP_CIPHER *cipher;
+
+	a->keyed = false;
+	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
+		if (key_len != sizeof(s->xkey))
+			return -EINVAL;
+		memcpy(s->xkey, key, key_len);
+		goto keyed;
+	}
+	cipher = cipher_for(a->alg, key_len);
+	if (!cipher || !s->ctx)
+		return -EINVAL;
+	if (cipher == s->cipher) {
+		/* Same algorithm: only the key schedule changes, no allocation. */
+		if (!EVP_CipherInit_ex(s->ctx, NULL, NULL, key, NULL, 1))
+			return -EINVAL;
+	} else {
+		/* First key of this slot (or a new key size): set the cipher up. */
+		EVP_CIPHER_CTX_reset(s->ctx);
+		s->cipher = NULL;
+		if (!EVP_CipherInit_ex(s->ctx, cipher, NULL, key, NULL, 1))
+			return -EINVAL;
+		s->cipher = cipher;
+	}
+keyed:
+	a->key_len = (uint8_t)key_len;
+	a->keyed = true;
+	return 0;
+}
+
+static int ossl_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
+			  size_t len)
+{
+	ossl_state_t *s = st(a);
+	int outl;
+
+	if (!a->keyed || len > INT_MAX - SS_AEAD_TAG_LEN)
+		return -EINVAL;
+	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
+		crypto_aead_xchacha20poly1305_ietf_encrypt_detached(out, out + len, NULL, in, len,
+								    NULL, 0, NULL, nonce, s->xkey);
+		return 0;
+	}
+	if (!EVP_CipherInit_ex(s->ctx, NULL, NULL, NULL, nonce, 1))
+		return -EIO;
+	if (len > 0 && !EVP_CipherUpdate(s->ctx, out, &outl, in, (int)len))
+		return -EIO;
+	/* Stream-like AEAD modes write nothing here. */
+	if (!EVP_CipherFinal_ex(s->ctx, out + len, &outl))
+		return -EIO;
+	if (!EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_AEAD_GET_TAG, SS_AEAD_TAG_LEN, out + len))
+		return -EIO;
+	return 0;
+}
+
+static int ossl_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
+			  size_t len)
+{
+	ossl_state_t *s = st(a);
+	size_t n;
+	int outl;
+
+	if (!a->keyed || len > INT_MAX)
+		return -EINVAL;
+	if (len < SS_AEAD_TAG_LEN)
+		return -EBADMSG;
+	n = len - SS_AEAD_TAG_LEN;
+	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
+		if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(out, NULL, in, n, in + n,
+									NULL, 0, nonce, s->xkey))
+			return -EBADMSG;
+		return 0;
+	}
+	if (!EVP_CipherInit_ex(s->ctx, NULL, NULL, NULL, nonce, 0))
+		return -EIO;
+	/* Set before the update: in place, the tag sits right after the
+	 * ciphertext and is never overwritten, but out may differ from in. */
+	if (!EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_AEAD_SET_TAG, SS_AEAD_TAG_LEN, (void *)(in + n)))
+		return -EIO;
+	if (n > 0 && !EVP_CipherUpdate(s->ctx, out, &outl, in, (int)n))
+		return -EIO;
+	if (EVP_CipherFinal_ex(s->ctx, out + n, &outl) <= 0)
+		return -EBADMSG;
+	return 0;
+}
+
+static void ossl_aead_wipe(ss_aead_t *a)
+{
+	ossl_state_t *s = st(a);
+	static const uint8_t zero[SS_AEAD_MAX_KEY_LEN];
+
+	sodium_memzero(s->xkey, sizeof(s->xkey));
+	/* Overwrite the key schedule inside the context with an all-zero key,
+	 * keeping the context for the next connection. */
+	if (s->ctx && s->cipher && a->keyed)
+		(void)EVP_CipherInit_ex(s->ctx, NULL, NULL, zero, NULL, 1);
+	a->keyed = false;
+	a->key_len = 0;
+}
+
+static void ossl_aead_free(ss_aead_t *a)
+{
+	ossl_state_t *s = st(a);
+
+	sodium_memzero(s->xkey, sizeof(s->xkey));
+	/* EVP_CIPHER_CTX_free clears the key schedule before freeing. */
+	EVP_CIPHER_CTX_free(s->ctx);
+	s->ctx = NULL;
+	s->cipher = NULL;
+	a->keyed = false;
+	a->key_len = 0;
+}
+
+#ifndef OPENSSL_NO_DEPRECATED_3_0
+_Static_assert(sizeof(SHA_CTX) <= SS_SHA1_CTX_MAX, "SHA-1 context too large");
+
+static void sha1_ossl_init(void *ctx)
+{
+	SHA1_Init(ctx);
+}
+
+static void sha1_ossl_update(void *ctx, const uint8_t *p, size_t n)
+{
+	SHA1_Update(ctx, p, n);
+}
+
+static void sha1_ossl_final(void *ctx, uint8_t out[SS_SHA1_LEN])
+{
+	SHA1_Final(out, ctx);
+}
+
+static const ss_sha1_ops_t sha1_ossl = {
+    .ctx_size = sizeof(SHA_CTX),
+    .init = sha1_ossl_init,
+    .update = sha1_ossl_update,
+    .final = sha1_ossl_final,
+};
+#define SHA1_OPS (&sha1_ossl)
+#else
+#define SHA1_OPS (&ss_sha1_mbedtls)
+#endif
+
+static int ossl_hkdf_sha1(const uint8_t *salt, size_t salt_len, const uint8_t *ikm, size_t ikm_len,
+			  const uint8_t *info, size_t info_len, uint8_t *okm, size_t okm_len)
+{
+	return ss_hkdf_sha1_with(SHA1_OPS, salt, salt_len, ikm, ikm_len, info, info_len, okm,
+				 okm_len);
+}
+
+const ss_crypto_backend_t ss_crypto_openssl = {
+    .name = "openssl",
+    .aead_init = ossl_aead_init,
+    .aead_setkey = ossl_aead_setkey,
+    .aead_seal = ossl_aead_seal,
+    .aead_open = ossl_aead_open,
+    .aead_free = ossl_aead_free,
+    .hkdf_sha1 = ossl_hkdf_sha1,
+    .aead_wipe = ossl_aead_wipe,
+};
+
+#endif /* SS_HAVE_OPENSSL */

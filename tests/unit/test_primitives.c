@@ -1,0 +1,457 @@
+/* Known-answer and differential tests for both crypto backends. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "crypto/primitives.h"
+#include "util/result.h"
+
+static const ss_crypto_backend_t *const backends[] = {
+    &ss_crypto_sodium,
+    &ss_crypto_sodium_portable,
+#ifdef SS_HAVE_OPENSSL
+    &ss_crypto_openssl,
+#endif
+};
+
+static size_t unhex(const char *hex, uint8_t *out)
+{
+	size_t n = strlen(hex) / 2;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+
+		assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
+		out[i] = (uint8_t)v;
+	}
+	return n;
+}
+
+typedef struct {
+	const char *name;
+	ss_aead_alg_t alg;
+	const char *key, *nonce, *pt, *ct_tag;
+} aead_kat_t;
+
+#define GCM_P64                                                                                    \
+	"d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72"                         \
+	"1c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b391aafd255"
+#define GCM_K1 "feffe9928665731c6d6a8f9467308308"
+#define RFC8439_PT                                                                                 \
+	"4c616469657320616e642047656e746c656d656e206f662074686520636c6173"                         \
+	"73206f66202739393a204966204920636f756c64206f6666657220796f75206f"                         \
+	"6e6c79206f6e652074697020666f7220746865206675747572652c2073756e73"                         \
+	"637265656e20776f756c642062652069742e"
+#define KEY_80_9F "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+
+static const aead_kat_t aead_kats[] = {
+    /* AES-GCM: McGrew and Viega, "The Galois/Counter Mode of Operation
+     * (GCM)", appendix B, the test cases without AAD (1-3 AES-128, 7-9
+     * AES-192, 13-15 AES-256). */
+    {"gcm tc1", SS_AEAD_AES_GCM, "00000000000000000000000000000000", "000000000000000000000000", "",
+     "58e2fccefa7e3061367f1d57a4e7455a"},
+    {"gcm tc2", SS_AEAD_AES_GCM, "00000000000000000000000000000000", "000000000000000000000000",
+     "00000000000000000000000000000000",
+     "0388dace60b6a392f328c2b971b2fe78ab6e47d42cec13bdf53a67b21257bddf"},
+    {"gcm tc3", SS_AEAD_AES_GCM, GCM_K1, "cafebabefacedbaddecaf888", GCM_P64,
+     "42831ec2217774244b7221b784d0d49ce3aa212f2c02a4e035c17e2329aca12e"
+     "21d514b25466931c7d8f6a5aac84aa051ba30b396a0aac973d58e091473f5985"
+     "4d5c2af327cd64a62cf35abd2ba6fab4"},
+    {"gcm tc7", SS_AEAD_AES_GCM, "000000000000000000000000000000000000000000000000",
+     "000000000000000000000000", "", "cd33b28ac773f74ba00ed1f312572435"},
+    {"gcm tc8", SS_AEAD_AES_GCM, "000000000000000000000000000000000000000000000000",
+     "000000000000000000000000", "00000000000000000000000000000000",
+     "98e7247c07f0fe411c267e4384b0f6002ff58d80033927ab8ef4d4587514f0fb"},
+    {"gcm tc9", SS_AEAD_AES_GCM, GCM_K1 "feffe9928665731c", "cafebabefacedbaddecaf888", GCM_P64,
+     "3980ca0b3c00e841eb06fac4872a2757859e1ceaa6efd984628593b40ca1e19c"
+     "7d773d00c144c525ac619d18c84a3f4718e2448b2fe324d9ccda2710acade256"
+     "9924a7c8587336bfb118024db8674a14"},
+    {"gcm tc13", SS_AEAD_AES_GCM,
+     "0000000000000000000000000000000000000000000000000000000000000000", "000000000000000000000000",
+     "", "530f8afbc74536b9a963b4f1c4cb738b"},
+    {"gcm tc14", SS_AEAD_AES_GCM,
+     "0000000000000000000000000000000000000000000000000000000000000000", "000000000000000000000000",
+     "00000000000000000000000000000000",
+     "cea7403d4d606b6e074ec5d3baf39d18d0d1c8a799996bf0265b98b5d48ab919"},
+    {"gcm tc15", SS_AEAD_AES_GCM, GCM_K1 GCM_K1, "cafebabefacedbaddecaf888", GCM_P64,
+     "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa"
+     "8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662898015ad"
+     "b094dac5d93471bdec1a502270e3cc6c"},
+    /* ChaCha20-Poly1305: the key, nonce and plaintext of RFC 8439 section
+     * 2.8.2 without its AAD. Computed with python3-cryptography 38
+     * (ChaCha20Poly1305), which reproduces that section's published
+     * ciphertext and tag when the AAD is given. The ciphertext is the
+     * RFC's (AAD only changes the tag). */
+    {"chacha rfc8439 no aad", SS_AEAD_CHACHA20_POLY1305, KEY_80_9F, "070000004041424344454647",
+     RFC8439_PT,
+     "d31a8d34648e60db7b86afbc53ef7ec2a4aded51296e08fea9e2b5a736ee62d6"
+     "3dbea45e8ca9671282fafb69da92728b1a71de0a9e060b2905d6a5b67ecd3b36"
+     "92ddbd7f2d778b8c9803aee328091b58fab324e4fad675945585808b4831d7bc"
+     "3ff4def08e4b7a9de576d26586cec64b6116"
+     "6a23a4681fd59456aea1d29f82477216"},
+    {"chacha empty", SS_AEAD_CHACHA20_POLY1305, KEY_80_9F, "070000004041424344454647", "",
+     "a0784d7a4716f3feb4f64e7f4b39bf04"},
+    /* XChaCha20-Poly1305: key, nonce and plaintext of
+     * draft-irtf-cfrg-xchacha-03 appendix A.3.1 without its AAD. Computed
+     * with a Python HChaCha20 (checked against the draft's section 2.2.1
+     * vector) feeding python3-cryptography's ChaCha20Poly1305; the same
+     * script reproduces the draft's published tag when given the AAD. */
+    {"xchacha draft no aad", SS_AEAD_XCHACHA20_POLY1305, KEY_80_9F,
+     "404142434445464748494a4b4c4d4e4f5051525354555657", RFC8439_PT,
+     "bd6d179d3e83d43b9576579493c0e939572a1700252bfaccbed2902c21396cbb"
+     "731c7f1b0b4aa6440bf3a82f4eda7e39ae64c6708c54c216cb96b72e1213b452"
+     "2f8c9ba40db5d945b11b69b982c1bb9e3f3fac2bc369488f76b2383565d3fff9"
+     "21f9664c97637da9768812f615c68b13b52e"
+     "f7e62efbf45089db18f9c8a3f0e41e5f"},
+    {"xchacha empty", SS_AEAD_XCHACHA20_POLY1305, KEY_80_9F,
+     "404142434445464748494a4b4c4d4e4f5051525354555657", "", "1dac8f73146d1e9da796cb7f7221a5df"},
+};
+
+static int setup(void **state)
+{
+	(void)state;
+	return ss_crypto_global_init();
+}
+
+static void check_kat(const ss_crypto_backend_t *be, const aead_kat_t *k)
+{
+	uint8_t key[32], nonce[24], pt[256], want[256 + 16], out[256 + 16], buf[256 + 16];
+	size_t key_len = unhex(k->key, key), pt_len, ct_len;
+	ss_aead_t a;
+
+	unhex(k->nonce, nonce);
+	pt_len = unhex(k->pt, pt);
+	ct_len = unhex(k->ct_tag, want);
+	assert_int_equal(ct_len, pt_len + SS_AEAD_TAG_LEN);
+
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(be->aead_init(&a, k->alg), 0);
+	assert_int_equal(be->aead_setkey(&a, key, key_len), 0);
+
+	/* Separate buffers. */
+	assert_int_equal(be->aead_seal(&a, nonce, out, pt, pt_len), 0);
+	assert_memory_equal(out, want, ct_len);
+	memset(buf, 0xee, sizeof(buf));
+	assert_int_equal(be->aead_open(&a, nonce, buf, want, ct_len), 0);
+	if (pt_len > 0)
+		assert_memory_equal(buf, pt, pt_len);
+
+	/* In place. */
+	memcpy(buf, pt, pt_len);
+	assert_int_equal(be->aead_seal(&a, nonce, buf, buf, pt_len), 0);
+	assert_memory_equal(buf, want, ct_len);
+	assert_int_equal(be->aead_open(&a, nonce, buf, buf, ct_len), 0);
+	if (pt_len > 0)
+		assert_memory_equal(buf, pt, pt_len);
+
+	/* Every flipped bit of ciphertext and tag fails authentication. */
+	for (size_t bit = 0; bit < ct_len * 8; bit++) {
+		memcpy(buf, want, ct_len);
+		buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		assert_int_equal(be->aead_open(&a, nonce, buf, buf, ct_len), -EBADMSG);
+	}
+	/* A wrong nonce too. */
+	nonce[0] ^= 1;
+	memcpy(buf, want, ct_len);
+	assert_int_equal(be->aead_open(&a, nonce, buf, buf, ct_len), -EBADMSG);
+	/* Shorter than a tag. */
+	assert_int_equal(be->aead_open(&a, nonce, buf, want, SS_AEAD_TAG_LEN - 1), -EBADMSG);
+
+	be->aead_free(&a);
+}
+
+static void test_aead_kats(void **state)
+{
+	(void)state;
+	for (size_t b = 0; b < SS_ARRAY_LEN(backends); b++)
+		for (size_t i = 0; i < SS_ARRAY_LEN(aead_kats); i++)
+			check_kat(backends[b], &aead_kats[i]);
+}
+
+/* RFC 5869 appendix A, test cases 4-7 (the SHA-1 ones). */
+static void test_hkdf_sha1(void **state)
+{
+	static const struct {
+		const char *ikm, *salt, *info, *okm;
+	} tc[] = {
+	    {"0b0b0b0b0b0b0b0b0b0b0b", "000102030405060708090a0b0c", "f0f1f2f3f4f5f6f7f8f9",
+	     "085a01ea1b10f36933068b56efa5ad81a4f14b822f5b091568a9cdd4f155fda2c22e422478d3"
+	     "05f3f896"},
+	    {"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	     "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+	     "404142434445464748494a4b4c4d4e4f",
+	     "606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+	     "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+	     "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf",
+	     "b0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7c8c9cacbcccdcecf"
+	     "d0d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4e5e6e7e8e9eaebecedeeef"
+	     "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff",
+	     "0bd770a74d1160f7c9f12cd5912a06ebff6adcae899d92191fe4305673ba2ffe8fa3f1a4e5ad"
+	     "79f3f334b3b202b2173c486ea37ce3d397ed034c7f9dfeb15c5e927336d0441f4c4300e2cff0"
+	     "d0900b52d3b4"},
+	    {"0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b", "", "",
+	     "0ac1af7002b3d761d1e55298da9d0506b9ae52057220a306e07b6b87e8df21d0ea00033de039"
+	     "84d34918"},
+	    /* Test case 7: salt not provided. */
+	    {"0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c", NULL, "",
+	     "2c91117204d745f3500d636a62f64f0ab3bae548aa53d423b0d1f27ebba6f5e5673a081d70cc"
+	     "e7acfc48"},
+	};
+	(void)state;
+
+	for (size_t b = 0; b < SS_ARRAY_LEN(backends); b++) {
+		const ss_crypto_backend_t *be = backends[b];
+
+		for (size_t i = 0; i < SS_ARRAY_LEN(tc); i++) {
+			uint8_t ikm[80], salt[80], info[80], want[82], okm[82];
+			size_t ikm_len = unhex(tc[i].ikm, ikm);
+			size_t salt_len = tc[i].salt ? unhex(tc[i].salt, salt) : 0;
+			size_t info_len = unhex(tc[i].info, info);
+			size_t okm_len = unhex(tc[i].okm, want);
+
+			assert_int_equal(be->hkdf_sha1(tc[i].salt ? salt : NULL, salt_len, ikm,
+						       ikm_len, info, info_len, okm, okm_len),
+					 0);
+			assert_memory_equal(okm, want, okm_len);
+		}
+		{
+			uint8_t okm[255 * 20 + 1];
+
+			assert_int_equal(be->hkdf_sha1(NULL, 0, okm, 1, NULL, 0, okm, sizeof(okm)),
+					 -EINVAL);
+			assert_int_equal(be->hkdf_sha1(NULL, 0, okm, 1, NULL, 0, okm, 255 * 20), 0);
+		}
+	}
+}
+
+/* Long keys (over one SHA-1 block) are hashed first: cross-check the
+ * backends against each other there, and on many output lengths. */
+static void test_hkdf_cross(void **state)
+{
+	uint8_t salt[100], ikm[100], info[100];
+	(void)state;
+
+	ss_random_bytes(salt, sizeof(salt));
+	ss_random_bytes(ikm, sizeof(ikm));
+	ss_random_bytes(info, sizeof(info));
+	for (size_t len = 0; len <= 100; len += 7) {
+		uint8_t ref[100], out[100];
+
+		assert_int_equal(
+		    ss_crypto_sodium.hkdf_sha1(salt, len, ikm, len, info, len, ref, len), 0);
+		for (size_t b = 1; b < SS_ARRAY_LEN(backends); b++) {
+			assert_int_equal(
+			    backends[b]->hkdf_sha1(salt, len, ikm, len, info, len, out, len), 0);
+			if (len > 0)
+				assert_memory_equal(out, ref, len);
+		}
+	}
+}
+
+static const struct {
+	ss_aead_alg_t alg;
+	size_t key_len, nonce_len;
+	const char *name;
+} algs[] = {
+    {SS_AEAD_AES_GCM, 16, 12, "aes-128-gcm"},
+    {SS_AEAD_AES_GCM, 24, 12, "aes-192-gcm"},
+    {SS_AEAD_AES_GCM, 32, 12, "aes-256-gcm"},
+    {SS_AEAD_CHACHA20_POLY1305, 32, 12, "chacha20-poly1305"},
+    {SS_AEAD_XCHACHA20_POLY1305, 32, 24, "xchacha20-poly1305"},
+};
+
+static size_t next_len(size_t len)
+{
+	if (len < 300)
+		return len + 1;
+	switch (len) {
+	case 16000:
+		return 16383;
+	case 16383:
+		return 16384;
+	case 16384:
+		return 16385;
+	case 65000:
+		return 65535;
+	case 65535:
+		return 65536;
+	case 65536:
+		return 70000;
+	default:
+		break;
+	}
+	len += 1 + len / 16;
+	if (len > 16000 && len < 16383)
+		return 16000;
+	if (len > 65000 && len < 65535)
+		return 65000;
+	return len > 70000 ? 70001 : len;
+}
+
+/* Every pair of backends agrees byte for byte: A seals, B seals the same
+ * input with the same key and nonce, B opens A's output. */
+static void test_differential(void **state)
+{
+	const size_t max = 70000;
+	uint8_t *pt = malloc(max), *ca = malloc(max + 16), *cb = malloc(max + 16);
+	uint8_t *back = malloc(max + 16);
+	(void)state;
+
+	assert_non_null(pt);
+	assert_non_null(ca);
+	assert_non_null(cb);
+	assert_non_null(back);
+	ss_random_bytes(pt, max);
+
+	for (size_t g = 0; g < SS_ARRAY_LEN(algs); g++) {
+		for (size_t x = 0; x < SS_ARRAY_LEN(backends); x++) {
+			for (size_t y = 0; y < SS_ARRAY_LEN(backends); y++) {
+				const ss_crypto_backend_t *A = backends[x], *B = backends[y];
+				ss_aead_t a, b;
+				size_t count = 0;
+
+				if (x == y)
+					continue;
+				assert_int_equal(A->aead_init(&a, algs[g].alg), 0);
+				assert_int_equal(B->aead_init(&b, algs[g].alg), 0);
+				for (size_t len = 0; len <= max; len = next_len(len), count++) {
+					uint8_t key[32], nonce[24];
+
+					/* A fresh key every few lengths exercises re-keying. */
+					if (count % 8 == 0) {
+						ss_random_bytes(key, sizeof(key));
+						assert_int_equal(
+						    A->aead_setkey(&a, key, algs[g].key_len), 0);
+						assert_int_equal(
+						    B->aead_setkey(&b, key, algs[g].key_len), 0);
+					}
+					ss_random_bytes(nonce, sizeof(nonce));
+					assert_int_equal(A->aead_seal(&a, nonce, ca, pt, len), 0);
+					assert_int_equal(B->aead_seal(&b, nonce, cb, pt, len), 0);
+					if (memcmp(ca, cb, len + 16) != 0)
+						fail_msg("%s: %s and %s differ at length %zu",
+							 algs[g].name, A->name, B->name, len);
+					assert_int_equal(
+					    B->aead_open(&b, nonce, back, ca, len + 16), 0);
+					if (len > 0 && memcmp(back, pt, len) != 0)
+						fail_msg("%s: %s cannot open %s at length %zu",
+							 algs[g].name, B->name, A->name, len);
+				}
+				A->aead_free(&a);
+				B->aead_free(&b);
+			}
+		}
+	}
+	free(pt);
+	free(ca);
+	free(cb);
+	free(back);
+}
+
+/* One state re-keyed across key sizes, wiped, refused while unkeyed. */
+static void test_rekey_and_wipe(void **state)
+{
+	static const size_t sizes[] = {16, 32, 24, 16, 16, 32};
+	uint8_t key[32], nonce[12] = {0}, msg[64 + 16], out[64 + 16];
+	(void)state;
+
+	ss_random_bytes(key, sizeof(key));
+	memset(msg, 0x5a, sizeof(msg));
+	for (size_t b = 0; b < SS_ARRAY_LEN(backends); b++) {
+		const ss_crypto_backend_t *be = backends[b];
+		ss_aead_t a, ref;
+
+		assert_int_equal(be->aead_init(&a, SS_AEAD_AES_GCM), 0);
+		assert_int_equal(ss_crypto_sodium_portable.aead_init(&ref, SS_AEAD_AES_GCM), 0);
+		for (size_t i = 0; i < SS_ARRAY_LEN(sizes); i++) {
+			uint8_t want[64 + 16];
+
+			key[0] = (uint8_t)i;
+			assert_int_equal(be->aead_setkey(&a, key, sizes[i]), 0);
+			assert_int_equal(ss_crypto_sodium_portable.aead_setkey(&ref, key, sizes[i]),
+					 0);
+			assert_int_equal(be->aead_seal(&a, nonce, out, msg, 64), 0);
+			assert_int_equal(
+			    ss_crypto_sodium_portable.aead_seal(&ref, nonce, want, msg, 64), 0);
+			assert_memory_equal(out, want, sizeof(want));
+		}
+		/* Bad key sizes are refused and leave nothing usable behind. */
+		assert_int_equal(be->aead_setkey(&a, key, 20), -EINVAL);
+		assert_false(a.keyed);
+		assert_int_not_equal(be->aead_seal(&a, nonce, out, msg, 64), 0);
+
+		assert_int_equal(be->aead_setkey(&a, key, 16), 0);
+		be->aead_wipe(&a);
+		assert_false(a.keyed);
+		assert_int_not_equal(be->aead_seal(&a, nonce, out, msg, 64), 0);
+		assert_int_equal(be->aead_setkey(&a, key, 16), 0);
+		assert_int_equal(be->aead_seal(&a, nonce, out, msg, 64), 0);
+		be->aead_free(&a);
+		ss_crypto_sodium_portable.aead_free(&ref);
+
+		/* ChaCha keys are 32 bytes only. */
+		assert_int_equal(be->aead_init(&a, SS_AEAD_CHACHA20_POLY1305), 0);
+		assert_int_equal(be->aead_setkey(&a, key, 16), -EINVAL);
+		be->aead_free(&a);
+		assert_int_equal(be->aead_init(&a, SS_AEAD_XCHACHA20_POLY1305), 0);
+		assert_int_equal(be->aead_setkey(&a, key, 24), -EINVAL);
+		be->aead_free(&a);
+
+		/* Free is safe on a zeroed state, and twice. */
+		memset(&a, 0, sizeof(a));
+		be->aead_free(&a);
+		be->aead_free(&a);
+		assert_int_equal(be->aead_init(&a, (ss_aead_alg_t)99), -ENOTSUP);
+	}
+}
+
+static void test_helpers(void **state)
+{
+	uint8_t out[16], want[16], a[32], b[32];
+	(void)state;
+
+	/* RFC 1321 appendix A.5. */
+	ss_md5((const uint8_t *)"", 0, out);
+	unhex("d41d8cd98f00b204e9800998ecf8427e", want);
+	assert_memory_equal(out, want, 16);
+	ss_md5((const uint8_t *)"abc", 3, out);
+	unhex("900150983cd24fb0d6963f7d28e17f72", want);
+	assert_memory_equal(out, want, 16);
+	ss_md5((const uint8_t *)"message digest", 14, out);
+	unhex("f96b697d7cb7938d525a2f31aaf161d0", want);
+	assert_memory_equal(out, want, 16);
+
+	ss_random_bytes(a, sizeof(a));
+	memcpy(b, a, sizeof(b));
+	assert_true(ss_ct_equal(a, b, sizeof(a)));
+	assert_true(ss_ct_equal(a, b, 0));
+	b[31] ^= 0x80;
+	assert_false(ss_ct_equal(a, b, sizeof(a)));
+	ss_wipe(a, sizeof(a));
+	memset(b, 0, sizeof(b));
+	assert_memory_equal(a, b, sizeof(a));
+
+#ifdef SS_CRYPTO_DEFAULT_OPENSSL
+	assert_ptr_equal(ss_crypto_default(), &ss_crypto_openssl);
+#else
+	assert_ptr_equal(ss_crypto_default(), &ss_crypto_sodium);
+#endif
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_aead_kats),      cmocka_unit_test(test_hkdf_sha1),
+	    cmocka_unit_test(test_hkdf_cross),     cmocka_unit_test(test_differential),
+	    cmocka_unit_test(test_rekey_and_wipe), cmocka_unit_test(test_helpers),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
