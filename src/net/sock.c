@@ -1,0 +1,145 @@
+#include "net/sock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef IPPROTO_MPTCP
+#define IPPROTO_MPTCP 262
+#endif
+#ifndef TCP_FASTOPEN_CONNECT
+#define TCP_FASTOPEN_CONNECT 30
+#endif
+
+static int sock_open(int family, const ss_sockopts_t *o)
+{
+	int fd = -1;
+
+	if (o && o->mptcp)
+		fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_MPTCP);
+	if (fd < 0)
+		fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (o && o->iface && o->iface[0] &&
+	    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, o->iface, strlen(o->iface)) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int ss_sock_listen_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o)
+{
+	int one = 1, zero = 0, fd = sock_open(addr->sa_family, o);
+
+	if (fd < 0)
+		return fd;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (o && o->reuse_port)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (addr->sa_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (o && o->fast_open) {
+		int qlen = 256;
+		setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN, &qlen, sizeof(qlen));
+	}
+	if (bind(fd, addr, len) < 0 || listen(fd, 1024) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o)
+{
+	int one = 1, fd = sock_open(addr->sa_family, o);
+
+	if (fd < 0)
+		return fd;
+	if (o) {
+		if (o->no_delay)
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (o->fast_open)
+			setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof(one));
+		const struct sockaddr *src = addr->sa_family == AF_INET6 ? o->bind6 : o->bind4;
+		if (src) {
+			socklen_t slen = src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+								    : sizeof(struct sockaddr_in);
+			setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+			if (bind(fd, src, slen) < 0) {
+				int e = errno;
+				close(fd);
+				return -e;
+			}
+		}
+	}
+	if (connect(fd, addr, len) < 0 && errno != EINPROGRESS) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+void ss_sock_tune_accepted(int fd, const ss_sockopts_t *o)
+{
+	int one = 1;
+
+	if (o && o->no_delay)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int ss_sock_error(int fd)
+{
+	int e = 0;
+	socklen_t l = sizeof(e);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l) < 0)
+		return errno;
+	return e;
+}
+
+int ss_sock_resolve_startup(const char *host, unsigned port, bool ipv6_first, bool passive,
+			    struct sockaddr_storage *out, socklen_t *len, char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_family = AF_UNSPEC};
+	struct addrinfo *res, *ai, *pick = NULL;
+	char portstr[8];
+	int rc;
+
+	if (passive)
+		hints.ai_flags = AI_PASSIVE;
+	snprintf(portstr, sizeof(portstr), "%u", port);
+	rc = getaddrinfo(host, portstr, &hints, &res);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+			continue;
+		if (!pick)
+			pick = ai;
+		if ((ai->ai_family == AF_INET6) == ipv6_first) {
+			pick = ai;
+			break;
+		}
+	}
+	if (!pick) {
+		freeaddrinfo(res);
+		snprintf(err, errlen, "cannot resolve '%s': no IPv4 or IPv6 address", host);
+		return -EHOSTUNREACH;
+	}
+	memcpy(out, pick->ai_addr, pick->ai_addrlen);
+	*len = pick->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}

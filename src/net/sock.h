@@ -1,0 +1,37 @@
+#ifndef SS_NET_SOCK_H
+#define SS_NET_SOCK_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+/* Socket options a program asks for, taken from the configuration. */
+typedef struct ss_sockopts {
+	bool fast_open;
+	bool reuse_port;
+	bool no_delay;
+	bool mptcp;
+	const char *iface;            /* SO_BINDTODEVICE, NULL or "" for none */
+	const struct sockaddr *bind4; /* outbound source for IPv4, or NULL */
+	const struct sockaddr *bind6; /* outbound source for IPv6, or NULL */
+} ss_sockopts_t;
+
+/* A non-blocking, close-on-exec listening TCP socket on addr. An IPv6
+ * wildcard listener is dual-stack. Returns the fd or -errno. */
+int ss_sock_listen_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o);
+
+/* Starts a non-blocking connect to addr. Returns the fd (connect in progress
+ * or done) or -errno. With fast_open the first write carries the SYN. */
+int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o);
+
+/* Options for an accepted socket (no-delay). */
+void ss_sock_tune_accepted(int fd, const ss_sockopts_t *o);
+
+/* The pending error of a socket whose connect finished: 0 or errno. */
+int ss_sock_error(int fd);
+
+/* Resolves host (literal or name) and port at start-up, before any loop
+ * runs; prefers IPv6 when ipv6_first. 0 or -errno; err gets a line. */
+int ss_sock_resolve_startup(const char *host, unsigned port, bool ipv6_first, bool passive,
+			    struct sockaddr_storage *out, socklen_t *len, char *err, size_t errlen);
+
+#endif

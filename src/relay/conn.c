@@ -1,0 +1,408 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/sock.h"
+#include "relay/conn.h"
+#include "relay/instance.h"
+#include "util/log.h"
+#include "util/result.h"
+
+/* Connection lifecycle: accept, connect, timers, drain, deferred close. */
+
+#define LEAD_WAIT 0.02 /* how long a first payload may take to ride with the header */
+
+const char *ss_conn_peer(const ss_conn_t *c, char *buf, size_t len)
+{
+	return ss_sockaddr_format((const struct sockaddr *)&c->peer, buf, len);
+}
+
+uint8_t *ss_conn_buf(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+
+	if (!dir->buf) {
+		dir->buf = ss_pool_get(&c->inst->bufs, NULL);
+		/* The pool holds two buffers per slot, so this cannot fail. */
+		if (!dir->buf)
+			abort();
+	}
+	return dir->buf;
+}
+
+void ss_conn_buf_release(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+
+	if (dir->buf) {
+		ss_pool_put(&c->inst->bufs, dir->buf);
+		dir->buf = NULL;
+	}
+	dir->rpos = dir->rend = dir->keep = 0;
+	dir->lead = 0;
+}
+
+void ss_conn_want(ss_conn_t *c, int side, int events, bool on)
+{
+	ev_io *w = events == EV_READ ? &c->side[side].rio : &c->side[side].wio;
+
+	if (c->side[side].fd < 0)
+		return;
+	if (on)
+		ev_io_start(c->inst->loop, w);
+	else
+		ev_io_stop(c->inst->loop, w);
+}
+
+void ss_conn_touch(ss_conn_t *c)
+{
+	c->last_active = ev_now(c->inst->loop);
+}
+
+static void conn_arm_timer(ss_conn_t *c)
+{
+	struct ev_loop *loop = c->inst->loop;
+	ev_tstamp now = ev_now(loop);
+	ev_tstamp at = c->last_active + c->inst->timeout;
+
+	if (c->state == SS_CONN_CONNECTING || c->state == SS_CONN_RESOLVING)
+		at = at < c->deadline_connect ? at : c->deadline_connect;
+	if (c->lead_wait && now + LEAD_WAIT < at)
+		at = now + LEAD_WAIT;
+	ev_timer_stop(loop, &c->timer);
+	ev_timer_set(&c->timer, at > now ? at - now : 0.001, 0.);
+	ev_timer_start(loop, &c->timer);
+}
+
+static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	ss_conn_t *c = w->data;
+	ev_tstamp now = ev_now(loop);
+	(void)revents;
+
+	if (c->lead_wait) {
+		c->lead_wait = false;
+		ss_pump(c, SS_IN);
+		if (c->state == SS_CONN_CLOSED)
+			return;
+	}
+	bool connecting = c->state == SS_CONN_CONNECTING || c->state == SS_CONN_RESOLVING;
+	if (connecting && now >= c->deadline_connect) {
+		if (c->state == SS_CONN_CONNECTING)
+			c->inst->ops->connected(c, ETIMEDOUT);
+		else
+			ss_conn_close(c, "name lookup timed out");
+		return;
+	}
+	if (now >= c->last_active + c->inst->timeout) {
+		ss_conn_close(c, c->state == SS_CONN_DRAIN ? NULL : "idle timeout");
+		return;
+	}
+	conn_arm_timer(c);
+}
+
+static void conn_drain_cb(ss_conn_t *c)
+{
+	uint8_t *buf = ss_conn_buf(c, SS_IN);
+	ssize_t n;
+
+	for (;;) {
+		n = read(c->side[SS_IN].fd, buf, SS_RELAY_BUF_SIZE);
+		if (n > 0)
+			continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		break;
+	}
+	if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+		ss_conn_close(c, NULL);
+	else
+		ss_conn_buf_release(c, SS_IN);
+}
+
+static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	ss_conn_t *c = w->data;
+	int side = w == &c->side[SS_IN].rio || w == &c->side[SS_IN].wio ? SS_IN : SS_OUT;
+	(void)loop;
+	(void)revents;
+
+	switch (c->state) {
+	case SS_CONN_HANDSHAKE:
+		if (side == SS_IN && w == &c->side[SS_IN].rio)
+			c->inst->ops->inbound(c);
+		break;
+	case SS_CONN_CONNECTING:
+		if (side == SS_OUT && w == &c->side[SS_OUT].wio) {
+			int err = ss_sock_error(c->side[SS_OUT].fd);
+			ev_io_stop(c->inst->loop, &c->side[SS_OUT].wio);
+			c->inst->ops->connected(c, err);
+		}
+		break;
+	case SS_CONN_STREAM:
+		/* A read watcher on side s drives direction s; a write watcher
+		 * drives the direction that writes to s. */
+		if (w == &c->side[side].rio)
+			ss_pump(c, side);
+		else
+			ss_pump(c, !side);
+		break;
+	case SS_CONN_DRAIN:
+		conn_drain_cb(c);
+		break;
+	default:
+		break;
+	}
+}
+
+static void conn_side_init(ss_conn_t *c, int side, int fd)
+{
+	c->side[side].fd = fd;
+	ev_io_init(&c->side[side].rio, conn_io_cb, fd, EV_READ);
+	ev_io_init(&c->side[side].wio, conn_io_cb, fd, EV_WRITE);
+	c->side[side].rio.data = c;
+	c->side[side].wio.data = c;
+}
+
+/* Called once per fresh slot: prepares what is kept across connections. */
+static int conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (int d = 0; d < 2; d++) {
+		int rc = ss_aead_stream_init(&c->dir[d].codec, inst->cfg->method, inst->be);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
+		    socklen_t peerlen)
+{
+	int fresh = 0;
+	ss_conn_t *c = ss_pool_get(&inst->conns, &fresh);
+
+	if (!c) {
+		close(fd);
+		return;
+	}
+	if (fresh && conn_slot_init(inst, c) < 0) {
+		ss_err("cannot set up the cipher state");
+		ss_pool_put(&inst->conns, c);
+		close(fd);
+		return;
+	}
+	c->inst = inst;
+	c->state = SS_CONN_HANDSHAKE;
+	c->hs_stage = 0;
+	c->lookup_busy = false;
+	c->lead_wait = false;
+	c->next_closed = NULL;
+	c->action = inst->ops->name;
+	memset(&c->peer, 0, sizeof(c->peer));
+	memcpy(&c->peer, peer, peerlen < sizeof(c->peer) ? peerlen : sizeof(c->peer));
+	for (int d = 0; d < 2; d++) {
+		ss_dir_t *dir = &c->dir[d];
+		bool encode = inst->ops->client ? d == SS_IN : d == SS_OUT;
+		dir->xf = encode ? SS_XF_ENCODE : SS_XF_DECODE;
+		dir->buf = NULL;
+		dir->keep = dir->rpos = dir->rend = 0;
+		dir->lead = 0;
+		dir->iov_n = dir->iov_i = 0;
+		dir->started = dir->eof = dir->shut = false;
+		dir->bytes = 0;
+	}
+	if (!inst->ops->client)
+		ss_aead_dec_start(&c->dir[SS_IN].codec, inst->cfg->key);
+	else
+		ss_aead_dec_start(&c->dir[SS_OUT].codec, inst->cfg->key);
+	conn_side_init(c, SS_IN, fd);
+	conn_side_init(c, SS_OUT, -1);
+	ev_init(&c->timer, conn_timer_cb);
+	c->timer.data = c;
+	ss_sock_tune_accepted(fd, &inst->sockopts);
+	inst->stats.accepted++;
+	inst->stats.active++;
+	ss_conn_touch(c);
+	c->deadline_connect = c->last_active + inst->connect_timeout;
+	conn_arm_timer(c);
+	ss_conn_want(c, SS_IN, EV_READ, true);
+	inst->ops->accepted(c);
+}
+
+void ss_conn_close(ss_conn_t *c, const char *reason)
+{
+	struct ss_instance *inst = c->inst;
+	char peer[SS_ADDR_STRLEN];
+
+	if (c->state == SS_CONN_CLOSED)
+		return;
+	if (reason && ss_log_enabled(SS_LOG_INFO))
+		ss_info("%s %s: %s", c->action, ss_conn_peer(c, peer, sizeof(peer)), reason);
+	ss_debug("%s %s: closed, %llu bytes up, %llu bytes down", c->action,
+		 ss_conn_peer(c, peer, sizeof(peer)), (unsigned long long)c->dir[SS_IN].bytes,
+		 (unsigned long long)c->dir[SS_OUT].bytes);
+	c->state = SS_CONN_CLOSED;
+	ev_timer_stop(inst->loop, &c->timer);
+	for (int s = 0; s < 2; s++) {
+		if (c->side[s].fd < 0)
+			continue;
+		ev_io_stop(inst->loop, &c->side[s].rio);
+		ev_io_stop(inst->loop, &c->side[s].wio);
+		close(c->side[s].fd);
+		c->side[s].fd = -1;
+	}
+	inst->stats.bytes_up += c->dir[SS_IN].bytes;
+	inst->stats.bytes_down += c->dir[SS_OUT].bytes;
+	for (int d = 0; d < 2; d++) {
+		ss_conn_buf_release(c, d);
+		c->dir[d].iov_n = c->dir[d].iov_i = 0;
+		ss_aead_stream_reset(&c->dir[d].codec);
+	}
+	/* Freed by the reaper after this dispatch, so no handler up the stack
+	 * touches a recycled slot; a lookup still in flight holds it longer. */
+	c->next_closed = inst->closed;
+	inst->closed = c;
+	ev_check_start(inst->loop, &inst->reaper);
+}
+
+void ss_conn_reap(struct ss_instance *inst)
+{
+	ss_conn_t *c = inst->closed, *keep = NULL;
+
+	inst->closed = NULL;
+	while (c) {
+		ss_conn_t *next = c->next_closed;
+		if (c->lookup_busy) {
+			c->next_closed = keep;
+			keep = c;
+		} else {
+			inst->stats.active--;
+			ss_pool_put(&inst->conns, c);
+			ss_instance_slot_freed(inst);
+		}
+		c = next;
+	}
+	inst->closed = keep;
+	if (!keep)
+		ev_check_stop(inst->loop, &inst->reaper);
+}
+
+void ss_conn_drain(ss_conn_t *c, const char *reason)
+{
+	char peer[SS_ADDR_STRLEN];
+
+	ss_info("%s %s: %s; reading until the peer closes", c->action,
+		ss_conn_peer(c, peer, sizeof(peer)), reason);
+	if (c->side[SS_OUT].fd >= 0) {
+		ev_io_stop(c->inst->loop, &c->side[SS_OUT].rio);
+		ev_io_stop(c->inst->loop, &c->side[SS_OUT].wio);
+		close(c->side[SS_OUT].fd);
+		c->side[SS_OUT].fd = -1;
+	}
+	ev_io_stop(c->inst->loop, &c->side[SS_IN].wio);
+	for (int d = 0; d < 2; d++) {
+		ss_conn_buf_release(c, d);
+		c->dir[d].iov_n = c->dir[d].iov_i = 0;
+	}
+	c->state = SS_CONN_DRAIN;
+	c->lead_wait = false;
+	ss_conn_want(c, SS_IN, EV_READ, true);
+	conn_arm_timer(c);
+}
+
+void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len)
+{
+	struct ss_instance *inst = c->inst;
+	int fd;
+
+	/* The inbound side waits in the kernel until the outbound is ready. */
+	ss_conn_want(c, SS_IN, EV_READ, false);
+	fd = ss_sock_connect_tcp(sa, len, &inst->outopts);
+	if (fd < 0) {
+		inst->ops->connected(c, -fd);
+		return;
+	}
+	conn_side_init(c, SS_OUT, fd);
+	c->state = SS_CONN_CONNECTING;
+	c->deadline_connect = ev_now(inst->loop) + inst->connect_timeout;
+	conn_arm_timer(c);
+	ss_conn_want(c, SS_OUT, EV_WRITE, true);
+}
+
+static void conn_resolved(void *arg, int status, const struct sockaddr *sa, socklen_t len)
+{
+	ss_conn_t *c = arg;
+	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN];
+
+	c->lookup_busy = false;
+	if (c->state != SS_CONN_RESOLVING)
+		return; /* closed meanwhile; the reaper frees it */
+	if (status < 0) {
+		ss_info("%s %s: cannot resolve %s: %s", c->action,
+			ss_conn_peer(c, peer, sizeof(peer)),
+			ss_addr_format(&c->target, target, sizeof(target)), strerror(-status));
+		c->inst->ops->connected(c, EHOSTUNREACH);
+		return;
+	}
+	ss_conn_connect_sa(c, sa, len);
+}
+
+void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (a != &c->target)
+		c->target = *a;
+	if (ss_addr_to_sockaddr(a, &ss, &len) == 0) {
+		ss_conn_connect_sa(c, (struct sockaddr *)&ss, len);
+		return;
+	}
+	ss_conn_want(c, SS_IN, EV_READ, false);
+	c->state = SS_CONN_RESOLVING;
+	c->lookup_busy = true;
+	c->deadline_connect = ev_now(c->inst->loop) + c->inst->connect_timeout;
+	conn_arm_timer(c);
+	ss_resolver_lookup(&c->inst->resolver, &c->lookup, c->target.domain, a->port, conn_resolved,
+			   c);
+}
+
+void ss_conn_connect_server(ss_conn_t *c)
+{
+	struct ss_instance *inst = c->inst;
+	size_t i = inst->n_servers > 1 ? (size_t)random() % inst->n_servers : 0;
+
+	ss_conn_connect_sa(c, (struct sockaddr *)&inst->servers[i], inst->server_lens[i]);
+}
+
+void ss_conn_stream(ss_conn_t *c)
+{
+	c->state = SS_CONN_STREAM;
+	ss_conn_touch(c);
+	conn_arm_timer(c);
+	ss_pump(c, SS_IN);
+	if (c->state != SS_CONN_STREAM)
+		return;
+	ss_pump(c, SS_OUT);
+}
+
+void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n)
+{
+	ss_dir_t *dir = &c->dir[SS_IN];
+	uint8_t *lead;
+	size_t hdr;
+
+	dir->rpos = dir->rend = 0;
+	lead = ss_pump_lead_area(c, SS_IN);
+	hdr = ss_addr_encode(&c->target, lead, SS_ADDR_MAX_ENCODED);
+	if (n)
+		memmove(lead + hdr, extra, n);
+	dir->lead = hdr + n;
+	/* Wait a moment for the first payload, so it rides with the header. */
+	c->lead_wait = n == 0;
+	ss_conn_stream(c);
+}

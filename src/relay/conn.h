@@ -1,0 +1,146 @@
+#ifndef SS_RELAY_CONN_H
+#define SS_RELAY_CONN_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "crypto/aead.h"
+#include "net/resolver.h"
+#include "proto/addr.h"
+
+/* One relayed TCP connection: two sides (inbound = the accepted socket,
+ * outbound = the one we connect), two pump directions, one state. */
+
+/* A relay buffer: room for four maximal AEAD chunks behind the largest salt,
+ * so one read fills four chunks sealed in place and one write sends them. */
+#define SS_ENC_OFF SS_MAX_SALT_LEN
+#define SS_CHUNK_STRIDE (SS_AEAD_MAX_PAYLOAD + SS_AEAD_CHUNK_OVERHEAD)
+#define SS_ENC_CHUNKS 4
+#define SS_RELAY_BUF_SIZE ((SS_ENC_OFF + SS_ENC_CHUNKS * SS_CHUNK_STRIDE + 63) & ~63)
+/* Where client handshakes (SOCKS5) are read, clear of the first chunk. */
+#define SS_HS_OFF (SS_RELAY_BUF_SIZE - 2048)
+#define SS_DIR_MAX_IOV 16
+
+enum { SS_IN = 0, SS_OUT = 1 };
+
+typedef enum {
+	SS_XF_COPY,   /* identity */
+	SS_XF_ENCODE, /* plaintext in, AEAD stream out */
+	SS_XF_DECODE, /* AEAD stream in, plaintext out */
+} ss_xform_t;
+
+typedef enum {
+	SS_CONN_HANDSHAKE,  /* reading the inbound handshake */
+	SS_CONN_RESOLVING,  /* looking up the target's name */
+	SS_CONN_CONNECTING, /* outbound connect in progress */
+	SS_CONN_STREAM,     /* pumping both ways */
+	SS_CONN_DRAIN,      /* hostile peer: read and discard until EOF or timeout */
+	SS_CONN_CLOSED,     /* waiting for the reaper */
+} ss_conn_state_t;
+
+typedef struct ss_side {
+	int fd;
+	ev_io rio; /* readable: drives the direction reading from this side */
+	ev_io wio; /* writable: drives the direction writing to this side */
+} ss_side_t;
+
+/* One direction: reads from side[d], writes to side[!d]. */
+typedef struct ss_dir {
+	ss_xform_t xf;
+	ss_aead_stream_t codec;
+	uint8_t *buf;  /* leased only while bytes wait in it */
+	uint32_t keep; /* bytes at the front that must stay (plaintext awaiting a write) */
+	uint32_t rpos; /* DECODE: undecoded wire bytes are [rpos, rend) */
+	uint32_t rend;
+	uint16_t lead; /* ENCODE: plaintext already placed in chunk 0 (address header) */
+	uint8_t iov_n; /* pending output: iov[iov_i..iov_n) */
+	uint8_t iov_i;
+	bool started; /* ENCODE: salt sent */
+	bool eof;     /* source reached EOF */
+	bool shut;    /* SHUT_WR done on the sink */
+	struct iovec iov[SS_DIR_MAX_IOV];
+	uint64_t bytes; /* plaintext bytes delivered */
+} ss_dir_t;
+
+struct ss_instance;
+
+typedef struct ss_conn {
+	void *pool_link; /* first: the pool's free list writes here */
+	struct ss_instance *inst;
+	ss_conn_state_t state;
+	uint8_t hs_stage;   /* the handshake's own sub-state */
+	bool lookup_busy;   /* a resolver callback is still owed */
+	bool lead_wait;     /* waiting briefly for a first payload to ride with the header */
+	const char *action; /* what it was doing, for log lines */
+	ss_side_t side[2];
+	ss_dir_t dir[2];
+	ev_timer timer;
+	ev_tstamp last_active;
+	ev_tstamp deadline_connect;
+	ss_addr_t target;
+	struct sockaddr_storage peer; /* inbound peer */
+	ss_resolve_req_t lookup;
+	struct ss_conn *next_closed;
+} ss_conn_t;
+
+/* What differs between the programs: how a connection starts. */
+typedef struct ss_handshake_ops {
+	const char *name;
+	/* true: inbound plaintext is encoded toward the outbound (ss-local,
+	 * ss-tunnel); false: inbound is decoded (ss-server). */
+	bool client;
+	/* A new inbound connection; state is HANDSHAKE with inbound reads on. */
+	void (*accepted)(ss_conn_t *c);
+	/* Inbound readable during HANDSHAKE. */
+	void (*inbound)(ss_conn_t *c);
+	/* The outbound connect finished: err 0 or an errno value. */
+	void (*connected)(ss_conn_t *c, int err);
+} ss_handshake_ops_t;
+
+extern const ss_handshake_ops_t ss_hs_socks5; /* ss-local */
+extern const ss_handshake_ops_t ss_hs_tunnel; /* ss-tunnel */
+extern const ss_handshake_ops_t ss_hs_server; /* ss-server */
+
+/* Core services for handshakes (relay/conn.c). */
+
+/* Closes now (deferred free). reason NULL for a normal end. */
+void ss_conn_close(ss_conn_t *c, const char *reason);
+/* Hostile or broken peer: read and discard until EOF or timeout. */
+void ss_conn_drain(ss_conn_t *c, const char *reason);
+/* Connects the outbound side to a (resolving a domain first); on the result
+ * calls ops->connected. */
+void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a);
+void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len);
+/* Connects to one of the configured servers (clients). */
+void ss_conn_connect_server(ss_conn_t *c);
+/* Enters STREAM and starts both pumps. */
+void ss_conn_stream(ss_conn_t *c);
+/* Clients: puts the target's address header, then n bytes of extra (early
+ * payload, may point into the direction's own buffer), in front of the
+ * first chunk and enters STREAM. */
+void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n);
+/* For the instance: a new inbound socket, and the deferred frees. */
+void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
+		    socklen_t peerlen);
+void ss_conn_reap(struct ss_instance *inst);
+/* Leases the direction's buffer if it has none. */
+uint8_t *ss_conn_buf(ss_conn_t *c, int d);
+void ss_conn_buf_release(ss_conn_t *c, int d);
+/* Starts or stops a side's read or write watcher. */
+void ss_conn_want(ss_conn_t *c, int side, int events, bool on);
+/* Marks activity for the idle timer. */
+void ss_conn_touch(ss_conn_t *c);
+/* Peer text for log lines. */
+const char *ss_conn_peer(const ss_conn_t *c, char *buf, size_t len);
+
+/* The pump (relay/pump.c): moves what it can in direction d. */
+void ss_pump(ss_conn_t *c, int d);
+/* Decodes what is buffered in d into its pending output; SS_OK, SS_ERR. */
+int ss_pump_decode(ss_conn_t *c, int d);
+/* Places plaintext lead bytes in an ENCODE direction's first chunk. */
+uint8_t *ss_pump_lead_area(ss_conn_t *c, int d);
+
+#endif

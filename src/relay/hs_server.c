@@ -1,0 +1,120 @@
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "relay/conn.h"
+#include "relay/instance.h"
+#include "util/log.h"
+#include "util/result.h"
+
+/* ss-server: decode the client's stream until the address header is whole,
+ * then connect to the target. Decoded plaintext is gathered at the front of
+ * the inbound buffer (dir->keep bytes); the undecoded rest follows it. */
+
+enum { STAGE_SALT, STAGE_HEADER };
+
+static void server_accepted(ss_conn_t *c)
+{
+	c->hs_stage = STAGE_SALT;
+	c->action = "server";
+}
+
+static void server_inbound(ss_conn_t *c)
+{
+	struct ss_instance *inst = c->inst;
+	ss_dir_t *dir = &c->dir[SS_IN];
+	uint8_t *buf = ss_conn_buf(c, SS_IN);
+	ss_span_t spans[SS_DIR_MAX_IOV];
+	size_t consumed, ns, used = 0;
+	ssize_t n;
+	int r;
+
+	do
+		n = read(c->side[SS_IN].fd, buf + dir->rend, SS_RELAY_BUF_SIZE - dir->rend);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			ss_conn_close(c, "reading from the client failed");
+		else if (!dir->rend)
+			ss_conn_buf_release(c, SS_IN);
+		return;
+	}
+	if (n == 0) {
+		ss_conn_close(c, dir->rend ? "client closed before a whole request" : NULL);
+		return;
+	}
+	dir->rend += n;
+	ss_conn_touch(c);
+
+	do {
+		r = ss_aead_dec(&dir->codec, buf + dir->rpos, dir->rend - dir->rpos, &consumed,
+				spans, SS_ARRAY_LEN(spans), &ns);
+		if (c->hs_stage == STAGE_SALT && dir->codec.have_salt) {
+			c->hs_stage = STAGE_HEADER;
+			if (ss_replay_check_add(&inst->replay, dir->codec.salt,
+						dir->codec.method->salt_len)) {
+				ss_conn_drain(c, "repeated salt, possible replay attack");
+				return;
+			}
+		}
+		if (r != SS_OK) {
+			ss_conn_drain(c,
+				      "decryption failed (wrong key or not a Shadowsocks client)");
+			return;
+		}
+		dir->rpos += consumed;
+		for (size_t i = 0; i < ns; i++) {
+			memmove(buf + dir->keep, spans[i].ptr, spans[i].len);
+			dir->keep += spans[i].len;
+		}
+	} while (ns == SS_ARRAY_LEN(spans));
+
+	r = ss_addr_parse(buf, dir->keep, &c->target, &used);
+	if (r == SS_ERR) {
+		ss_conn_drain(c, "invalid address header");
+		return;
+	}
+	if (r == SS_AGAIN) {
+		size_t left = dir->rend - dir->rpos;
+		memmove(buf + dir->keep, buf + dir->rpos, left);
+		dir->rpos = dir->keep;
+		dir->rend = dir->keep + left;
+		return;
+	}
+	if (ss_log_enabled(SS_LOG_INFO)) {
+		char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN];
+		ss_info("server %s: connect %s", ss_conn_peer(c, peer, sizeof(peer)),
+			ss_addr_format(&c->target, target, sizeof(target)));
+	}
+	/* The payload that came with the header is written first. */
+	dir->bytes = dir->keep - used;
+	if (dir->keep == used)
+		dir->keep = 0;
+	else {
+		dir->iov[0] = (struct iovec){buf + used, dir->keep - used};
+		dir->iov_i = 0;
+		dir->iov_n = 1;
+	}
+	ss_conn_connect_addr(c, &c->target);
+}
+
+static void server_connected(ss_conn_t *c, int err)
+{
+	if (err) {
+		char target[SS_ADDR_STRLEN], why[SS_ADDR_STRLEN + 64];
+		snprintf(why, sizeof(why), "cannot connect to %s: %s",
+			 ss_addr_format(&c->target, target, sizeof(target)), strerror(err));
+		ss_conn_close(c, why);
+		return;
+	}
+	ss_conn_stream(c);
+}
+
+const ss_handshake_ops_t ss_hs_server = {
+    .name = "server",
+    .client = false,
+    .accepted = server_accepted,
+    .inbound = server_inbound,
+    .connected = server_connected,
+};

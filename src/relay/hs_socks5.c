@@ -1,0 +1,165 @@
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto/socks5.h"
+#include "relay/conn.h"
+#include "relay/instance.h"
+#include "util/log.h"
+#include "util/result.h"
+
+/* ss-local: the SOCKS5 handshake. The reply is sent once the server is
+ * reached, so a client learns when it is not; the client's first payload then
+ * rides with the address header. Handshake bytes are read into the tail of
+ * the inbound buffer, clear of where the first chunk is built. */
+
+#define HS_CAP (SS_RELAY_BUF_SIZE - SS_HS_OFF)
+
+enum { STAGE_GREETING, STAGE_REQUEST };
+
+static void socks5_send(ss_conn_t *c, const uint8_t *p, size_t n)
+{
+	/* A handful of bytes on a fresh socket; if even that does not fit the
+	 * peer is gone, and the next read or write says so. */
+	(void)send(c->side[SS_IN].fd, p, n, MSG_NOSIGNAL);
+}
+
+static void socks5_fail(ss_conn_t *c, ss_socks5_rep_t rep, const char *why)
+{
+	uint8_t out[32];
+	size_t n = ss_socks5_encode_reply(rep, NULL, out, sizeof(out));
+
+	socks5_send(c, out, n);
+	ss_conn_close(c, why);
+}
+
+static void socks5_accepted(ss_conn_t *c)
+{
+	c->hs_stage = STAGE_GREETING;
+	c->action = "socks5";
+}
+
+static void socks5_consume(ss_dir_t *dir, size_t used)
+{
+	uint8_t *hs = dir->buf + SS_HS_OFF;
+
+	memmove(hs, hs + used, dir->rend - used);
+	dir->rend -= used;
+}
+
+static void socks5_inbound(ss_conn_t *c)
+{
+	ss_dir_t *dir = &c->dir[SS_IN];
+	uint8_t *hs = ss_conn_buf(c, SS_IN) + SS_HS_OFF;
+	size_t used;
+	ssize_t n;
+
+	do
+		n = read(c->side[SS_IN].fd, hs + dir->rend, HS_CAP - dir->rend);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			ss_conn_close(c, "reading the SOCKS5 handshake failed");
+		return;
+	}
+	if (n == 0) {
+		ss_conn_close(c, dir->rend ? "client closed during the SOCKS5 handshake" : NULL);
+		return;
+	}
+	dir->rend += n;
+	ss_conn_touch(c);
+
+	if (c->hs_stage == STAGE_GREETING) {
+		bool noauth = false;
+		int r = ss_socks5_parse_greeting(hs, dir->rend, &used, &noauth);
+		if (r == SS_AGAIN)
+			return;
+		if (r == SS_ERR) {
+			ss_conn_close(c, "not a SOCKS5 greeting");
+			return;
+		}
+		uint8_t out[2];
+		ss_socks5_encode_method(noauth ? SS_SOCKS5_AUTH_NONE : SS_SOCKS5_AUTH_NO_ACCEPTABLE,
+					out);
+		socks5_send(c, out, sizeof(out));
+		if (!noauth) {
+			ss_conn_close(c, "SOCKS5 client offers no acceptable method");
+			return;
+		}
+		socks5_consume(dir, used);
+		c->hs_stage = STAGE_REQUEST;
+		if (!dir->rend)
+			return;
+	}
+
+	uint8_t cmd = 0;
+	ss_socks5_rep_t rep = SS_SOCKS5_REP_GENERAL_FAILURE;
+	int r = ss_socks5_parse_request(hs, dir->rend, &used, &cmd, &c->target, &rep);
+	if (r == SS_AGAIN) {
+		if (dir->rend == HS_CAP)
+			ss_conn_close(c, "SOCKS5 request too long");
+		return;
+	}
+	if (r == SS_ERR) {
+		socks5_fail(c, rep, "malformed SOCKS5 request");
+		return;
+	}
+	if (cmd != SS_SOCKS5_CMD_CONNECT) {
+		char why[64];
+		snprintf(why, sizeof(why), "unsupported SOCKS5 command %u", cmd);
+		socks5_fail(c, SS_SOCKS5_REP_COMMAND_NOT_SUPPORTED, why);
+		return;
+	}
+	if (ss_log_enabled(SS_LOG_INFO)) {
+		char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN];
+		ss_info("socks5 %s: connect %s", ss_conn_peer(c, peer, sizeof(peer)),
+			ss_addr_format(&c->target, target, sizeof(target)));
+	}
+	/* Early payload stays in the handshake area until the stream starts. */
+	dir->rpos = used;
+	ss_conn_connect_server(c);
+}
+
+static ss_socks5_rep_t socks5_rep_for(int err)
+{
+	switch (err) {
+	case ECONNREFUSED:
+		return SS_SOCKS5_REP_CONNECTION_REFUSED;
+	case ENETUNREACH:
+		return SS_SOCKS5_REP_NETWORK_UNREACHABLE;
+	case EHOSTUNREACH:
+	case EHOSTDOWN:
+		return SS_SOCKS5_REP_HOST_UNREACHABLE;
+	case ETIMEDOUT:
+		return SS_SOCKS5_REP_TTL_EXPIRED;
+	default:
+		return SS_SOCKS5_REP_GENERAL_FAILURE;
+	}
+}
+
+static void socks5_connected(ss_conn_t *c, int err)
+{
+	ss_dir_t *dir = &c->dir[SS_IN];
+	uint8_t out[32];
+	char why[128];
+
+	if (err) {
+		snprintf(why, sizeof(why), "cannot connect to the server: %s", strerror(err));
+		socks5_fail(c, socks5_rep_for(err), why);
+		return;
+	}
+	size_t n = ss_socks5_encode_reply(SS_SOCKS5_REP_SUCCEEDED, NULL, out, sizeof(out));
+	socks5_send(c, out, n);
+	uint8_t *hs = dir->buf + SS_HS_OFF;
+	ss_conn_client_stream(c, hs + dir->rpos, dir->rend - dir->rpos);
+}
+
+const ss_handshake_ops_t ss_hs_socks5 = {
+    .name = "socks5",
+    .client = true,
+    .accepted = socks5_accepted,
+    .inbound = socks5_inbound,
+    .connected = socks5_connected,
+};

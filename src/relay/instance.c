@@ -1,0 +1,290 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "relay/instance.h"
+#include "util/log.h"
+#include "util/result.h"
+
+/* One running program: listeners, the connection and buffer pools, the
+ * resolver and the replay filter, all on one loop. */
+
+#define MAX_CONNS_CAP (1u << 18)
+#define REPLAY_CAPACITY 1000000
+#define REPLAY_FP_RATE 1e-15
+
+static size_t instance_max_conns(void)
+{
+	struct rlimit rl;
+	size_t n = 4096;
+
+	/* Two descriptors per connection, a few for listeners and the resolver. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		n = rl.rlim_cur > 64 ? (rl.rlim_cur - 32) / 2 : 16;
+	else if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		n = MAX_CONNS_CAP;
+	return n > MAX_CONNS_CAP ? MAX_CONNS_CAP : n;
+}
+
+static void instance_pause(struct ss_instance *inst, bool pause)
+{
+	if (inst->paused == pause || inst->stopping)
+		return;
+	inst->paused = pause;
+	for (size_t i = 0; i < inst->n_listeners; i++) {
+		if (pause)
+			ev_io_stop(inst->loop, &inst->listeners[i].io);
+		else
+			ev_io_start(inst->loop, &inst->listeners[i].io);
+	}
+}
+
+void ss_instance_slot_freed(struct ss_instance *inst)
+{
+	if (inst->paused)
+		instance_pause(inst, false);
+}
+
+static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	ss_listener_t *l = (ss_listener_t *)w;
+	struct ss_instance *inst = l->inst;
+	(void)loop;
+	(void)revents;
+
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+		if (inst->conns.in_use >= inst->conns.cap) {
+			ss_warn("all %zu connection slots in use; not accepting for now",
+				inst->conns.cap);
+			instance_pause(inst, true);
+			return;
+		}
+		int fd =
+		    accept4(w->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE) {
+				ss_warn("accept: %s; not accepting until a connection ends",
+					strerror(errno));
+				if (inst->conns.in_use)
+					instance_pause(inst, true);
+			} else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+				   errno != ECONNABORTED) {
+				ss_warn("accept: %s", strerror(errno));
+			}
+			return;
+		}
+		ss_conn_accept(inst, fd, (struct sockaddr *)&peer, plen);
+	}
+}
+
+static void instance_reaper_cb(struct ev_loop *loop, ev_check *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	ss_conn_reap(w->data);
+}
+
+static int instance_listen(struct ss_instance *inst, const char *host, uint16_t port, char *err,
+			   size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char where[SS_ADDR_STRLEN];
+	int fd;
+
+	if (inst->n_listeners == SS_ARRAY_LEN(inst->listeners)) {
+		snprintf(err, errlen, "too many listen addresses");
+		return -EINVAL;
+	}
+	if (ss_sock_resolve_startup(host, port, inst->cfg->ipv6_first, true, &ss, &len, err,
+				    errlen) < 0)
+		return -EINVAL;
+	fd = ss_sock_listen_tcp((struct sockaddr *)&ss, len, &inst->sockopts);
+	if (fd == -EAFNOSUPPORT && strcmp(host, "::") == 0) {
+		/* No IPv6 on this host: the dual-stack default becomes IPv4 only. */
+		return instance_listen(inst, "0.0.0.0", port, err, errlen);
+	}
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s",
+			 ss_sockaddr_format((struct sockaddr *)&ss, where, sizeof(where)),
+			 strerror(-fd));
+		return fd;
+	}
+	ss_listener_t *l = &inst->listeners[inst->n_listeners++];
+	l->inst = inst;
+	ev_io_init(&l->io, instance_accept_cb, fd, EV_READ);
+	ev_io_start(inst->loop, &l->io);
+	ss_notice("listening on %s",
+		  ss_sockaddr_format((struct sockaddr *)&ss, where, sizeof(where)));
+	return 0;
+}
+
+static int instance_bind_addr(const char *text, int family, struct sockaddr_storage *out,
+			      const char *what, char *err, size_t errlen)
+{
+	ss_addr_t a;
+	socklen_t len;
+
+	if (ss_addr_from_host(&a, text, 0) < 0 || ss_addr_to_sockaddr(&a, out, &len) < 0 ||
+	    (family && out->ss_family != family)) {
+		snprintf(err, errlen, "invalid %s '%s' (expected an IP address)", what, text);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int instance_setup_outbound(struct ss_instance *inst, char *err, size_t errlen)
+{
+	const ss_config_t *cfg = inst->cfg;
+
+	inst->outopts = inst->sockopts;
+	/* -i steers outbound traffic; listeners stay where -s/-b put them. */
+	inst->outopts.iface = cfg->iface;
+	if (cfg->prog != SS_PROG_SERVER)
+		return 0;
+	if (cfg->local_addr[0]) {
+		struct sockaddr_storage ss;
+		if (instance_bind_addr(cfg->local_addr, 0, &ss, "outbound bind address (-b)", err,
+				       errlen) < 0)
+			return -EINVAL;
+		if (ss.ss_family == AF_INET) {
+			inst->bind4 = ss;
+			inst->outopts.bind4 = (struct sockaddr *)&inst->bind4;
+		} else {
+			inst->bind6 = ss;
+			inst->outopts.bind6 = (struct sockaddr *)&inst->bind6;
+		}
+	}
+	if (cfg->local_ipv4_addr[0]) {
+		if (instance_bind_addr(cfg->local_ipv4_addr, AF_INET, &inst->bind4,
+				       "local_ipv4_address", err, errlen) < 0)
+			return -EINVAL;
+		inst->outopts.bind4 = (struct sockaddr *)&inst->bind4;
+	}
+	if (cfg->local_ipv6_addr[0]) {
+		if (instance_bind_addr(cfg->local_ipv6_addr, AF_INET6, &inst->bind6,
+				       "local_ipv6_address", err, errlen) < 0)
+			return -EINVAL;
+		inst->outopts.bind6 = (struct sockaddr *)&inst->bind6;
+	}
+	return 0;
+}
+
+int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t **out, char *err,
+		       size_t errlen)
+{
+	struct ss_instance *inst = calloc(1, sizeof(*inst));
+	size_t max_conns = instance_max_conns();
+	int rc = -EINVAL;
+
+	if (!inst) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	inst->cfg = cfg;
+	inst->loop = loop;
+	inst->be = ss_crypto_default();
+	inst->ops = cfg->prog == SS_PROG_SERVER   ? &ss_hs_server
+		    : cfg->prog == SS_PROG_TUNNEL ? &ss_hs_tunnel
+						  : &ss_hs_socks5;
+	inst->timeout = cfg->timeout > 0 ? cfg->timeout : 60;
+	inst->connect_timeout = inst->timeout < 10 ? inst->timeout : 10;
+	inst->sockopts = (ss_sockopts_t){.fast_open = cfg->fast_open,
+					 .reuse_port = cfg->reuse_port,
+					 .no_delay = cfg->no_delay,
+					 .mptcp = cfg->mptcp};
+	ev_check_init(&inst->reaper, instance_reaper_cb);
+	inst->reaper.data = inst;
+
+	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t), max_conns) < 0 ||
+	    ss_pool_init(&inst->bufs, SS_RELAY_BUF_SIZE, 2 * max_conns) < 0) {
+		snprintf(err, errlen, "cannot reserve memory for %zu connections", max_conns);
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if (ss_resolver_init(&inst->resolver, loop, cfg->nameserver, cfg->ipv6_first, err, errlen) <
+	    0)
+		goto fail;
+	if (cfg->prog == SS_PROG_SERVER &&
+	    ss_replay_init(&inst->replay, REPLAY_CAPACITY, REPLAY_FP_RATE) < 0) {
+		snprintf(err, errlen, "cannot allocate the replay filter");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if (instance_setup_outbound(inst, err, errlen) < 0)
+		goto fail;
+
+	if (cfg->prog == SS_PROG_SERVER) {
+		for (size_t i = 0; i < cfg->n_servers; i++) {
+			uint16_t port =
+			    cfg->servers[i].port ? cfg->servers[i].port : cfg->server_port;
+			if ((rc = instance_listen(inst, cfg->servers[i].host, port, err, errlen)) <
+			    0)
+				goto fail;
+		}
+	} else {
+		for (size_t i = 0; i < cfg->n_servers; i++) {
+			uint16_t port =
+			    cfg->servers[i].port ? cfg->servers[i].port : cfg->server_port;
+			if (ss_sock_resolve_startup(cfg->servers[i].host, port, cfg->ipv6_first,
+						    false, &inst->servers[i], &inst->server_lens[i],
+						    err, errlen) < 0)
+				goto fail;
+		}
+		inst->n_servers = cfg->n_servers;
+		if ((rc = instance_listen(inst, cfg->local_addr[0] ? cfg->local_addr : "127.0.0.1",
+					  cfg->local_port, err, errlen)) < 0)
+			goto fail;
+	}
+	*out = inst;
+	return 0;
+fail:
+	ss_instance_destroy(inst);
+	return rc < 0 ? rc : -EINVAL;
+}
+
+void ss_instance_stop(ss_instance_t *inst)
+{
+	if (inst->stopping)
+		return;
+	for (size_t i = 0; i < inst->n_listeners; i++)
+		ev_io_stop(inst->loop, &inst->listeners[i].io);
+	inst->stopping = true;
+	for (size_t i = 0; i < inst->conns.fresh; i++) {
+		ss_conn_t *c = ss_pool_at(&inst->conns, i);
+		if (c->inst == inst && c->state != SS_CONN_CLOSED && c->side[SS_IN].fd >= 0)
+			ss_conn_close(c, NULL);
+	}
+	/* Lookups in flight finish with ECANCELED. */
+	ss_resolver_free(&inst->resolver);
+	ss_conn_reap(inst);
+}
+
+void ss_instance_destroy(ss_instance_t *inst)
+{
+	if (!inst)
+		return;
+	ss_instance_stop(inst);
+	for (size_t i = 0; i < inst->n_listeners; i++)
+		close(inst->listeners[i].io.fd);
+	for (size_t i = 0; i < inst->conns.fresh; i++) {
+		ss_conn_t *c = ss_pool_at(&inst->conns, i);
+		for (int d = 0; d < 2; d++)
+			ss_aead_stream_free(&c->dir[d].codec);
+	}
+	ev_check_stop(inst->loop, &inst->reaper);
+	ss_replay_free(&inst->replay);
+	ss_pool_destroy(&inst->bufs);
+	ss_pool_destroy(&inst->conns);
+	free(inst);
+}
+
+void ss_instance_stats(const ss_instance_t *inst, ss_stats_t *out)
+{
+	*out = inst->stats;
+}

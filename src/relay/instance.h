@@ -1,0 +1,50 @@
+#ifndef SS_RELAY_INSTANCE_H
+#define SS_RELAY_INSTANCE_H
+
+#include <ev.h>
+
+#include "config/config.h"
+#include "crypto/replay.h"
+#include "net/resolver.h"
+#include "net/sock.h"
+#include "relay/conn.h"
+#include "shadowsocks.h"
+#include "util/pool.h"
+
+typedef struct ss_listener {
+	ev_io io;
+	struct ss_instance *inst;
+} ss_listener_t;
+
+struct ss_instance {
+	const ss_config_t *cfg;
+	const ss_handshake_ops_t *ops;
+	const ss_crypto_backend_t *be;
+	struct ev_loop *loop;
+	ss_pool_t conns;
+	ss_pool_t bufs;
+	ss_resolver_t resolver;
+	ss_replay_t replay;
+	ss_listener_t listeners[SS_MAX_SERVERS];
+	size_t n_listeners;
+	bool paused; /* listeners stopped: no free slot or no descriptor */
+	ev_check reaper;
+	ss_conn_t *closed;
+	/* clients: the servers, resolved at start-up */
+	struct sockaddr_storage servers[SS_MAX_SERVERS];
+	socklen_t server_lens[SS_MAX_SERVERS];
+	size_t n_servers;
+	/* server: outbound source addresses */
+	struct sockaddr_storage bind4, bind6;
+	ss_sockopts_t sockopts;
+	ss_sockopts_t outopts;
+	ev_tstamp timeout;
+	ev_tstamp connect_timeout;
+	ss_stats_t stats;
+	bool stopping;
+};
+
+/* Called by the connection code when a slot frees. */
+void ss_instance_slot_freed(struct ss_instance *inst);
+
+#endif

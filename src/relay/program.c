@@ -1,0 +1,93 @@
+#include <ev.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "crypto/primitives.h"
+#include "shadowsocks.h"
+#include "util/log.h"
+#include "util/proc.h"
+
+/* The whole life of a program: configuration, process set-up, the loop. */
+
+static void program_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)revents;
+	ss_notice("signal %d: shutting down", w->signum);
+	ss_instance_stop(w->data);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static const char *program_name(ss_prog_t prog)
+{
+	return prog == SS_PROG_SERVER   ? "ss-server"
+	       : prog == SS_PROG_TUNNEL ? "ss-tunnel"
+					: "ss-local";
+}
+
+int ss_program_main(ss_prog_t prog, int argc, char **argv)
+{
+	static ss_config_t cfg;
+	const char *name = program_name(prog);
+	struct ev_loop *loop;
+	ss_instance_t *inst = NULL;
+	ev_signal sigint, sigterm;
+	char err[1024];
+	int rc;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (ss_crypto_global_init() < 0) {
+		fprintf(stderr, "%s: cannot initialise the crypto library\n", name);
+		return 1;
+	}
+	switch (ss_config_parse(&cfg, prog, argc, argv, stdout, err, sizeof(err))) {
+	case SS_CONFIG_HELP:
+		return 0;
+	case SS_CONFIG_ERROR:
+		fprintf(stderr, "%s: %s\n", name, err);
+		return 1;
+	case SS_CONFIG_RUN:
+		break;
+	}
+	ss_log_setup(name, cfg.verbose, cfg.use_syslog);
+	if (cfg.nofile > 0 && ss_proc_set_nofile(cfg.nofile, err, sizeof(err)) < 0)
+		ss_warn("%s", err);
+
+	loop = EV_DEFAULT;
+	rc = ss_instance_create(&cfg, loop, &inst, err, sizeof(err));
+	if (rc < 0) {
+		ss_err("%s", err);
+		ss_config_clear(&cfg);
+		return 1;
+	}
+	if (cfg.pid_file[0]) {
+		rc = ss_proc_daemonize(cfg.pid_file, err, sizeof(err));
+		if (rc < 0) {
+			ss_err("%s", err);
+			return 1;
+		}
+		if (rc > 0)
+			return 0;
+		ev_loop_fork(loop);
+	}
+	if (cfg.user[0] && ss_proc_drop_user(cfg.user, err, sizeof(err)) < 0) {
+		ss_err("%s", err);
+		ss_instance_destroy(inst);
+		ss_config_clear(&cfg);
+		return 1;
+	}
+	ss_notice("%s %s started, method %s, %s backend", name, SS_VERSION, cfg.method->name,
+		  ss_crypto_default()->name);
+
+	ev_signal_init(&sigint, program_signal_cb, SIGINT);
+	ev_signal_init(&sigterm, program_signal_cb, SIGTERM);
+	sigint.data = sigterm.data = inst;
+	ev_signal_start(loop, &sigint);
+	ev_signal_start(loop, &sigterm);
+	ev_run(loop, 0);
+	ev_signal_stop(loop, &sigint);
+	ev_signal_stop(loop, &sigterm);
+	ss_instance_destroy(inst);
+	ss_config_clear(&cfg);
+	return 0;
+}

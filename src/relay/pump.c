@@ -1,0 +1,285 @@
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "relay/conn.h"
+#include "relay/instance.h"
+#include "util/log.h"
+#include "util/result.h"
+
+/* One pump serves both directions: direction d reads from side[d] and writes
+ * to side[!d] through its transform. It stops reading while its writer is
+ * blocked, and carries EOF across as a half-close. */
+
+#define PUMP_ROUNDS 8     /* reads per wake-up, so one busy connection cannot starve the rest */
+#define PUMP_BADDATA (-2) /* the stream failed to decode */
+
+uint8_t *ss_pump_lead_area(ss_conn_t *c, int d)
+{
+	uint8_t *buf = ss_conn_buf(c, d);
+	return c->dir[d].xf == SS_XF_ENCODE ? buf + SS_ENC_OFF + SS_AEAD_CHUNK_HDR : buf;
+}
+
+/* Seals total plaintext bytes laid out in the chunk slots into one
+ * contiguous run of wire bytes, salt first on the first call. */
+static int pump_seal(ss_conn_t *c, ss_dir_t *dir, size_t total)
+{
+	uint8_t *base = dir->buf + SS_ENC_OFF, *start = base, *end = base;
+	size_t k = 0;
+
+	if (!dir->started) {
+		start = base - dir->codec.method->salt_len;
+		if (ss_aead_enc_start(&dir->codec, c->inst->cfg->key, start) < 0)
+			return SS_ERR;
+		dir->started = true;
+	}
+	while (total) {
+		size_t m = total < SS_AEAD_MAX_PAYLOAD ? total : SS_AEAD_MAX_PAYLOAD;
+		uint8_t *chunk = base + k++ * SS_CHUNK_STRIDE;
+		if (ss_aead_enc_chunk(&dir->codec, chunk, m) < 0)
+			return SS_ERR;
+		end = chunk + m + SS_AEAD_CHUNK_OVERHEAD;
+		total -= m;
+	}
+	dir->iov[0] = (struct iovec){start, (size_t)(end - start)};
+	dir->iov_i = 0;
+	dir->iov_n = 1;
+	return SS_OK;
+}
+
+/* Turns the lead bytes (and n new ones) into pending output. */
+static int pump_emit(ss_conn_t *c, ss_dir_t *dir, size_t n)
+{
+	size_t total = dir->lead + n;
+
+	if (dir->lead)
+		c->lead_wait = false;
+	dir->lead = 0;
+	if (total == 0)
+		return SS_OK;
+	if (dir->xf == SS_XF_ENCODE)
+		return pump_seal(c, dir, total);
+	dir->iov[0] = (struct iovec){dir->buf, total};
+	dir->iov_i = 0;
+	dir->iov_n = 1;
+	return SS_OK;
+}
+
+int ss_pump_decode(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+	ss_span_t spans[SS_DIR_MAX_IOV];
+	size_t consumed = 0, ns = 0, i;
+	size_t room = SS_DIR_MAX_IOV - dir->iov_n;
+
+	if (room == 0 || dir->rpos >= dir->rend)
+		return SS_OK;
+	if (ss_aead_dec(&dir->codec, dir->buf + dir->rpos, dir->rend - dir->rpos, &consumed, spans,
+			room, &ns) != SS_OK)
+		return SS_ERR;
+	dir->rpos += consumed;
+	for (i = 0; i < ns; i++) {
+		dir->iov[dir->iov_n++] = (struct iovec){spans[i].ptr, spans[i].len};
+		dir->bytes += spans[i].len;
+	}
+	return SS_OK;
+}
+
+/* Moves undecoded bytes down to the front (after what must be kept); drops
+ * the buffer when nothing is left in it. */
+static void pump_compact(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+	size_t left = dir->rend - dir->rpos;
+
+	if (left && dir->rpos > dir->keep)
+		memmove(dir->buf + dir->keep, dir->buf + dir->rpos, left);
+	dir->rpos = dir->keep;
+	dir->rend = dir->keep + left;
+	if (dir->rend == 0)
+		ss_conn_buf_release(c, d);
+}
+
+/* Writes pending output: SS_OK when all of it is out, SS_AGAIN when the sink
+ * is full, SS_ERR on a socket error. */
+static int pump_flush(ss_dir_t *dir, int fd)
+{
+	while (dir->iov_i < dir->iov_n) {
+		struct msghdr msg = {.msg_iov = dir->iov + dir->iov_i,
+				     .msg_iovlen = dir->iov_n - dir->iov_i};
+		ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return (errno == EAGAIN || errno == EWOULDBLOCK) ? SS_AGAIN : SS_ERR;
+		}
+		while (n > 0) {
+			struct iovec *v = &dir->iov[dir->iov_i];
+			if ((size_t)n >= v->iov_len) {
+				n -= v->iov_len;
+				dir->iov_i++;
+			} else {
+				v->iov_base = (uint8_t *)v->iov_base + n;
+				v->iov_len -= n;
+				n = 0;
+			}
+		}
+	}
+	dir->iov_i = dir->iov_n = 0;
+	return SS_OK;
+}
+
+/* After a complete flush: SS_OK if more output is ready, SS_AGAIN if the
+ * direction must read again, SS_ERR on a decode failure. */
+static int pump_after_flush(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+
+	if (dir->xf != SS_XF_DECODE) {
+		ss_conn_buf_release(c, d);
+		return SS_AGAIN;
+	}
+	dir->keep = 0;
+	if (ss_pump_decode(c, d) != SS_OK)
+		return SS_ERR;
+	if (dir->iov_n)
+		return SS_OK;
+	pump_compact(c, d);
+	return SS_AGAIN;
+}
+
+/* Reads once from the source and transforms. SS_OK: output may be pending
+ * (or EOF was seen); SS_AGAIN: nothing to read now; SS_ERR: socket error. */
+static int pump_fill(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+	int fd = c->side[d].fd;
+	uint8_t *buf = ss_conn_buf(c, d);
+	ssize_t n;
+
+	do {
+		if (dir->xf == SS_XF_ENCODE) {
+			struct iovec iov[SS_ENC_CHUNKS];
+			uint8_t *base = buf + SS_ENC_OFF + SS_AEAD_CHUNK_HDR;
+			for (int k = 0; k < SS_ENC_CHUNKS; k++)
+				iov[k] =
+				    (struct iovec){base + k * SS_CHUNK_STRIDE, SS_AEAD_MAX_PAYLOAD};
+			iov[0].iov_base = base + dir->lead;
+			iov[0].iov_len -= dir->lead;
+			n = readv(fd, iov, SS_ENC_CHUNKS);
+		} else if (dir->xf == SS_XF_DECODE) {
+			n = read(fd, buf + dir->rend, SS_RELAY_BUF_SIZE - dir->rend);
+		} else {
+			n = read(fd, buf + dir->lead, SS_RELAY_BUF_SIZE - dir->lead);
+		}
+	} while (n < 0 && errno == EINTR);
+
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return SS_ERR;
+		if (dir->lead && !c->lead_wait)
+			return pump_emit(c, dir, 0);
+		if (dir->xf == SS_XF_DECODE)
+			pump_compact(c, d);
+		else if (!dir->lead)
+			ss_conn_buf_release(c, d);
+		return SS_AGAIN;
+	}
+	if (n == 0) {
+		dir->eof = true;
+		if (dir->xf == SS_XF_DECODE) {
+			if (dir->rend > dir->rpos)
+				ss_debug("%s: stream ended inside a chunk", c->action);
+			dir->rpos = dir->rend = dir->keep = 0;
+			ss_conn_buf_release(c, d);
+			return SS_OK;
+		}
+		if (dir->lead)
+			return pump_emit(c, dir, 0);
+		ss_conn_buf_release(c, d);
+		return SS_OK;
+	}
+	ss_conn_touch(c);
+	if (dir->xf != SS_XF_DECODE) {
+		dir->bytes += n;
+		return pump_emit(c, dir, n);
+	}
+	dir->rend += n;
+	if (ss_pump_decode(c, d) != SS_OK)
+		return PUMP_BADDATA;
+	if (!dir->iov_n)
+		pump_compact(c, d);
+	return SS_OK;
+}
+
+static void pump_fail(ss_conn_t *c, int d, const char *what)
+{
+	/* A server never reacts to a bad client stream in a way that tells
+	 * anything about where it went wrong. */
+	if (!c->inst->ops->client && d == SS_IN) {
+		ss_conn_drain(c, what);
+		return;
+	}
+	ss_conn_close(c, what);
+}
+
+void ss_pump(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+	int src = d, dst = !d;
+
+	for (int round = 0; round < PUMP_ROUNDS; round++) {
+		if (dir->iov_n) {
+			int r = pump_flush(dir, c->side[dst].fd);
+			if (r == SS_AGAIN) {
+				ss_conn_want(c, src, EV_READ, false);
+				ss_conn_want(c, dst, EV_WRITE, true);
+				return;
+			}
+			if (r == SS_ERR) {
+				ss_conn_close(c, d == SS_IN ? "writing to the outbound side failed"
+							    : "writing to the inbound side failed");
+				return;
+			}
+			ss_conn_touch(c);
+			r = pump_after_flush(c, d);
+			if (r == SS_ERR) {
+				pump_fail(c, d, "decryption failed");
+				return;
+			}
+			if (r == SS_OK)
+				continue;
+		}
+		ss_conn_want(c, dst, EV_WRITE, false);
+		if (dir->eof) {
+			ss_conn_want(c, src, EV_READ, false);
+			if (!dir->shut) {
+				shutdown(c->side[dst].fd, SHUT_WR);
+				dir->shut = true;
+			}
+			if (c->dir[!d].shut)
+				ss_conn_close(c, NULL);
+			return;
+		}
+		int r = pump_fill(c, d);
+		if (r == SS_AGAIN) {
+			ss_conn_want(c, src, EV_READ, true);
+			return;
+		}
+		if (r == PUMP_BADDATA) {
+			pump_fail(c, d, "decryption failed");
+			return;
+		}
+		if (r == SS_ERR) {
+			ss_conn_close(c, d == SS_IN ? "reading from the inbound side failed"
+						    : "reading from the outbound side failed");
+			return;
+		}
+	}
+	/* Still busy: come back through the loop, after the other connections. */
+	if (dir->iov_n)
+		ss_conn_want(c, dst, EV_WRITE, true);
+	else if (!dir->eof)
+		ss_conn_want(c, src, EV_READ, true);
+}
