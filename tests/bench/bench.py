@@ -1,0 +1,783 @@
+#!/usr/bin/python3
+"""Relay benchmark: our ss-tunnel/ss-server against shadowsocks-libev's, on loopback.
+
+For each method and each implementation this starts, per run,
+
+    ssload send --> ss-tunnel --> ss-server --> ssload sink        (upload)
+    ssload send <-- ss-tunnel <-- ss-server <-- ssload sink        (download)
+    ssload rr  <--> ss-tunnel <--> ss-server <--> ssload sink --echo (rr: short connections)
+
+and measures, over the transfer only, the CPU time (utime + stime from /proc/PID/stat) of each relay
+process, the wall time, and the peak RSS (VmHWM) of each relay. Runs alternate between the
+implementations (ours, libev, ours, libev, ...) and the report gives medians, the ratio ours/libev
+and a note where the runs spread too much to be trusted.
+
+CPU seconds per GB (10^9 bytes) is the primary figure: on a small machine the load tool and both
+relays share the cores, so throughput depends on scheduling much more than CPU per byte does.
+
+Standard library only; run with /usr/bin/python3. See README.md.
+"""
+
+import argparse
+import json
+import os
+import platform
+import secrets
+import select
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+GB = 1e9
+MIB = 1 << 20
+LOOPBACK = "127.0.0.1"
+DEFAULT_METHODS = "aes-256-gcm,chacha20-ietf-poly1305"
+SCENARIOS = ("upload", "download", "rr")
+
+
+class BenchError(Exception):
+    pass
+
+
+# ------------------------------------------------------------------ small helpers
+
+
+def parse_size(text):
+    """'1G' -> 2**30; K, M, G, T are binary multiples; an optional 'iB' or 'B' is accepted."""
+    s = text.strip()
+    for suffix in ("iB", "B"):
+        if s.endswith(suffix) and len(s) > len(suffix):
+            s = s[: -len(suffix)]
+            break
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}.get(s[-1:].lower(), 1)
+    if mult != 1:
+        s = s[:-1]
+    if not s.isdigit():
+        raise argparse.ArgumentTypeError(f"not a size: {text!r}")
+    return int(s) * mult
+
+
+def human_bytes(n):
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} B"
+
+
+def proc_cpu(pid):
+    """utime + stime of a process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        data = f.read()
+    fields = data[data.rindex(")") + 2 :].split()  # fields[0] is field 3 (state)
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_status_kb(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return None
+
+
+def listening_ports():
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    cols = line.split()
+                    if cols[3] == "0A":  # TCP_LISTEN
+                        ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+        except FileNotFoundError:
+            pass
+    return ports
+
+
+def free_ports(n):
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind((LOOPBACK, 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+try:
+    import ctypes
+
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (ImportError, OSError, AttributeError):
+    _prctl = None
+
+
+def _child_setup(cpus=None):
+    """What a child does before exec: get SIGTERM if bench.py dies, so nothing is left running,
+    and keep to its CPUs if pinned."""
+
+    def setup():
+        if _prctl is not None:
+            _prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
+    return setup
+
+
+ROLES = ("client", "tunnel", "server", "sink")
+
+
+def pin_layout(spec):
+    """--pin: 'none', 'auto' or four CPU numbers for client,tunnel,server,sink ('-': free)."""
+    if spec == "none":
+        return {}
+    cpus = sorted(os.sched_getaffinity(0))
+    if spec == "auto":
+        if len(cpus) >= 4:
+            picks = cpus[:4]
+        elif len(cpus) >= 2:
+            # each relay on its own core, the tool's two ends beside the relay they talk to
+            picks = [cpus[0], cpus[0], cpus[1], cpus[1]]
+        else:
+            return {}
+    else:
+        picks = spec.split(",")
+        if len(picks) != 4:
+            raise BenchError("--pin wants 'none', 'auto' or 4 CPUs: client,tunnel,server,sink")
+    layout = {}
+    for role, cpu in zip(ROLES, picks):
+        if cpu != "-":
+            layout[role] = {int(cpu)}
+    return layout
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+def spread(values):
+    """(max - min) / median, or None."""
+    if len(values) < 2:
+        return None
+    m = statistics.median(values)
+    return (max(values) - min(values)) / m if m else None
+
+
+# ------------------------------------------------------------------ processes
+
+
+class Procs:
+    """The processes of one run; stop_all() ends every one of them, by pid."""
+
+    def __init__(self, logdir):
+        self.logdir = logdir
+        self.items = []
+
+    def start(self, name, argv, pipe_stdout=False, cpus=None):
+        log = open(os.path.join(self.logdir, name + ".log"), "wb")
+        log.write(("$ " + shlex.join(argv) + "\n").encode())
+        log.flush()
+        p = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if pipe_stdout else log,
+            stderr=log,
+            bufsize=0,
+            close_fds=True,
+            preexec_fn=_child_setup(cpus),
+        )
+        self.items.append((name, p, log))
+        return p
+
+    def stop_all(self, grace=3.0):
+        for _, p, _ in self.items:
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + grace
+        for _, p, log in self.items:
+            try:
+                p.wait(timeout=max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            if p.stdout:
+                p.stdout.close()
+            log.close()
+        self.items = []
+
+
+def read_json_line(p, buf, timeout, what):
+    """Next JSON line from p's stdout (an unbuffered pipe); buf: [bytes left over]."""
+    deadline = time.monotonic() + timeout
+    while b"\n" not in buf[0]:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise BenchError(f"{what}: no output within {timeout:.0f} s")
+        ready, _, _ = select.select([p.stdout], [], [], left)
+        if ready:
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                raise BenchError(f"{what} exited with status {p.wait()}")
+            buf[0] += chunk
+    line, _, buf[0] = buf[0].partition(b"\n")
+    return json.loads(line)
+
+
+def wait_listening(ports, procs, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        for name, p in procs.items():
+            if p.poll() is not None:
+                raise BenchError(f"{name} exited with status {p.returncode} at start-up")
+        missing = set(ports) - listening_ports()
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise BenchError(f"nothing listening on port(s) {sorted(missing)} after {timeout} s")
+        time.sleep(0.02)
+
+
+# ------------------------------------------------------------------ one run
+
+
+class Impl:
+    def __init__(self, name, server, tunnel):
+        self.name, self.server, self.tunnel = name, server, tunnel
+
+
+def run_once(impl, method, scenario, cfg, logdir):
+    """One measured run; returns a dict of raw figures. Raises BenchError."""
+    procs = Procs(logdir)
+    try:
+        password = secrets.token_hex(16)
+        conns = cfg.conns
+        if scenario == "upload":
+            sink_mode = []
+            quit_after = conns
+            client_argv = ["send", "--bytes", str(cfg.bytes), "--conns", str(conns)]
+        elif scenario == "download":
+            sink_mode = ["--download", str(cfg.bytes // conns)]
+            quit_after = conns
+            client_argv = ["send", "--download", "--bytes", str(cfg.bytes), "--conns", str(conns)]
+        else:
+            sink_mode = ["--echo"]
+            quit_after = cfg.rr_count
+            client_argv = ["rr", "--count", str(cfg.rr_count), "--size", str(cfg.rr_size),
+                           "--conns", str(cfg.rr_conns)]
+        client_argv += ["--timeout", str(cfg.timeout)]
+
+        sink = procs.start(
+            "sink",
+            [cfg.ssload, "sink", "--listen", f"{LOOPBACK}:0", "--quit-after", str(quit_after),
+             "--timeout", str(cfg.timeout + 60)] + sink_mode,
+            pipe_stdout=True,
+            cpus=cfg.pin.get("sink"),
+        )
+        sink_out = [b""]
+        sink_port = read_json_line(sink, sink_out, 10, "sink")["port"]
+
+        server_port, tunnel_port = free_ports(2)
+        server = procs.start(
+            "ss-server",
+            [impl.server, "-s", LOOPBACK, "-p", str(server_port), "-k", password, "-m", method]
+            + cfg.server_args,
+            cpus=cfg.pin.get("server"),
+        )
+        tunnel = procs.start(
+            "ss-tunnel",
+            [impl.tunnel, "-s", LOOPBACK, "-p", str(server_port), "-b", LOOPBACK,
+             "-l", str(tunnel_port), "-L", f"{LOOPBACK}:{sink_port}", "-k", password,
+             "-m", method] + cfg.tunnel_args,
+            cpus=cfg.pin.get("tunnel"),
+        )
+        relays = {"ss-tunnel": tunnel, "ss-server": server}
+        wait_listening([server_port, tunnel_port], relays, 10)
+        time.sleep(cfg.settle)
+
+        cpu0 = {name: proc_cpu(p.pid) for name, p in relays.items()}
+        argv = [cfg.ssload] + client_argv[:1] + ["--connect", f"{LOOPBACK}:{tunnel_port}"]
+        argv += client_argv[1:]
+        with open(os.path.join(logdir, "client.log"), "wb") as log:
+            log.write(("$ " + shlex.join(argv) + "\n").encode())
+            log.flush()
+            try:
+                res = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log,
+                                     timeout=cfg.timeout + 15,
+                                     preexec_fn=_child_setup(cfg.pin.get("client")))
+            except subprocess.TimeoutExpired:
+                raise BenchError(f"the load tool did not finish within {cfg.timeout + 15} s")
+            log.write(res.stdout)
+        lines = res.stdout.decode(errors="replace").strip().splitlines()
+        if not lines:
+            raise BenchError(f"the load tool printed nothing (status {res.returncode})")
+        client = json.loads(lines[-1])
+        # The sink quits once its side of every connection has ended, which is when the relays
+        # have delivered everything (the client may see its end earlier: libev closes both legs
+        # at the first EOF).
+        try:
+            sink.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise BenchError(
+                f"the sink still waits for connections 30 s after the client ended "
+                f"(client: {client.get('error', 'ok')})")
+        while True:
+            chunk = sink.stdout.read(65536)
+            if not chunk:
+                break
+            sink_out[0] += chunk
+        summary = None
+        for line in sink_out[0].decode(errors="replace").splitlines():
+            if '"summary"' in line:
+                summary = json.loads(line)
+        cpu1 = {name: proc_cpu(p.pid) for name, p in relays.items()}
+        hwm = {name: proc_status_kb(p.pid, "VmHWM") for name, p in relays.items()}
+        for name, p in relays.items():
+            if p.poll() is not None:
+                raise BenchError(f"{name} exited with status {p.returncode} during the run")
+
+        if not client.get("ok"):
+            raise BenchError(f"the load tool failed: {client.get('error', client)}")
+        if summary is None:
+            raise BenchError("no summary from the sink")
+        if summary["bad_conns"] or summary["failed_conns"]:
+            raise BenchError(f"the sink saw corrupted or short connections: {summary}")
+        if scenario == "upload" and summary["rx"] != cfg.bytes:
+            raise BenchError(f"the sink received {summary['rx']} bytes, not {cfg.bytes}")
+        if scenario == "download" and (client["bytes_received"] != cfg.bytes or
+                                       summary["tx"] != cfg.bytes):
+            raise BenchError(f"the client received {client['bytes_received']} bytes, "
+                             f"not {cfg.bytes}")
+        if scenario == "rr" and client["ok_conns"] != cfg.rr_count:
+            raise BenchError(f"{client['ok_conns']} of {cfg.rr_count} connections succeeded")
+
+        wall = max(client["t_end"], summary["t_last"]) - client["t_start"]
+        cpu = {name: cpu1[name] - cpu0[name] for name in relays}
+        tool_cpu = (client["cpu_user"] + client["cpu_sys"] + summary["cpu_user"] +
+                    summary["cpu_sys"])
+        run = {
+            "impl": impl.name,
+            "method": method,
+            "scenario": scenario,
+            "seconds": wall,
+            "cpu_s": cpu,
+            "hwm_kib": hwm,
+            "tool_cpu_s": tool_cpu,
+        }
+        if scenario == "rr":
+            run["conns"] = cfg.rr_count
+            run["conns_per_s"] = cfg.rr_count / wall
+            run["latency_us"] = client["latency_us"]
+        else:
+            run["bytes"] = cfg.bytes
+            run["mb_per_s"] = cfg.bytes / wall / 1e6
+        return run
+    finally:
+        procs.stop_all()
+
+
+# ------------------------------------------------------------------ figures
+
+
+def figures(run):
+    """The figures of one run, by name (see FIGURES)."""
+    cpu = run["cpu_s"]
+    total = cpu["ss-tunnel"] + cpu["ss-server"]
+    f = {
+        "tunnel_rss_mib": run["hwm_kib"]["ss-tunnel"] / 1024,
+        "server_rss_mib": run["hwm_kib"]["ss-server"] / 1024,
+    }
+    if run["scenario"] == "rr":
+        n = run["conns"]
+        f.update(tunnel_cpu=cpu["ss-tunnel"] / n * 1e6, server_cpu=cpu["ss-server"] / n * 1e6,
+                 total_cpu=total / n * 1e6, rate=run["conns_per_s"],
+                 latency_p50=run["latency_us"]["p50"], latency_p99=run["latency_us"]["p99"],
+                 tool_cpu=run["tool_cpu_s"] / n * 1e6)
+    else:
+        gb = run["bytes"] / GB
+        f.update(tunnel_cpu=cpu["ss-tunnel"] / gb, server_cpu=cpu["ss-server"] / gb,
+                 total_cpu=total / gb, rate=run["mb_per_s"], tool_cpu=run["tool_cpu_s"] / gb)
+    return f
+
+
+def figure_labels(scenario):
+    if scenario == "rr":
+        cpu, rate = "CPU µs/conn", "connections/s"
+    else:
+        cpu, rate = "CPU s/GB", "throughput MB/s"
+    labels = [
+        ("tunnel_cpu", f"ss-tunnel {cpu}"),
+        ("server_cpu", f"ss-server {cpu}"),
+        ("total_cpu", f"**relays {cpu}** (tunnel + server)"),
+        ("rate", rate),
+    ]
+    if scenario == "rr":
+        labels += [("latency_p50", "latency p50 µs"), ("latency_p99", "latency p99 µs")]
+    labels += [
+        ("tunnel_rss_mib", "ss-tunnel peak RSS MiB"),
+        ("server_rss_mib", "ss-server peak RSS MiB"),
+        ("tool_cpu", f"load tool {cpu} (client + sink)"),
+    ]
+    return labels
+
+
+NOISE_FIGURES = ("total_cpu", "rate")
+
+
+def summarize(runs, impls, methods, scenarios, noise_limit):
+    groups = []
+    for method in methods:
+        for scenario in scenarios:
+            group = {"method": method, "scenario": scenario, "impls": {}, "ratio": {},
+                     "notes": []}
+            for impl in impls:
+                mine = [figures(r) for r in runs
+                        if r["impl"] == impl and r["method"] == method and
+                        r["scenario"] == scenario and "error" not in r]
+                failed = sum(1 for r in runs
+                             if r["impl"] == impl and r["method"] == method and
+                             r["scenario"] == scenario and "error" in r)
+                entry = {"runs": len(mine), "failed": failed, "median": {}, "spread": {}}
+                for key in mine[0] if mine else []:
+                    values = [f[key] for f in mine]
+                    entry["median"][key] = median(values)
+                    entry["spread"][key] = spread(values)
+                for key in NOISE_FIGURES:
+                    s = entry["spread"].get(key)
+                    if s is not None and s > noise_limit:
+                        label = dict(figure_labels(scenario))[key].replace("**", "")
+                        group["notes"].append(
+                            f"{impl}: {label} spread {s:.0%} of the median "
+                            f"(> {noise_limit:.0%}): too noisy to trust")
+                if failed:
+                    group["notes"].append(f"{impl}: {failed} run(s) FAILED")
+                if len(mine) == 1:
+                    group["notes"].append(f"{impl}: a single run, no spread known")
+                group["impls"][impl] = entry
+            if "ours" in group["impls"] and "libev" in group["impls"]:
+                a = group["impls"]["ours"]["median"]
+                b = group["impls"]["libev"]["median"]
+                for key in a:
+                    if key in b and b[key]:
+                        group["ratio"][key] = a[key] / b[key]
+            groups.append(group)
+    return groups
+
+
+def pin_text(pin):
+    if not pin:
+        return "none"
+    return ", ".join(f"{role} on CPU {','.join(map(str, sorted(pin[role])))}"
+                     for role in ROLES if role in pin)
+
+
+def fmt(value, key, scenario=None):
+    if value is None:
+        return "-"
+    if key == "ratio":
+        return f"{value:.2f}"
+    if key in ("rate", "latency_p50", "latency_p99") or key.endswith("_cpu") and (
+            scenario == "rr" or value >= 100):
+        return f"{value:.0f}"
+    if key.endswith("rss_mib"):
+        return f"{value:.1f}"
+    return f"{value:.3f}" if value < 10 else f"{value:.2f}"
+
+
+def markdown(groups, impls, cfg, machine):
+    out = []
+    out.append("# Relay benchmark: ss-tunnel -> ss-server on loopback\n")
+    out.append(
+        f"{machine['cpus']} CPUs ({machine['cpu_model']}), Linux {machine['kernel']}. "
+        f"{human_bytes(cfg.bytes)} per transfer over {cfg.conns} connection(s); rr: "
+        f"{cfg.rr_count} connections of {cfg.rr_size} bytes each way, {cfg.rr_conns} at a time. "
+        f"{cfg.repeat} run(s) per implementation, alternating; medians shown. "
+        f"GB = 10^9 bytes. CPU = utime + stime of the relay process over the transfer. "
+        f"CPU affinity: {pin_text(cfg.pin)}.\n")
+    if machine["cpus"] <= 2:
+        out.append(
+            "The load tool and both relays share the CPUs: CPU per byte (or per connection) "
+            "is the figure to compare; throughput depends on scheduling.\n")
+    if "ours" in impls and "libev" in impls:
+        out.append("## Overview (ours / libev: below 1 means ours uses less CPU)\n")
+        out.append("| method | test | relays CPU ours | relays CPU libev | CPU ours/libev "
+                   "| rate ours | rate libev | rate ours/libev | noisy |")
+        out.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
+        for g in groups:
+            a, b = g["impls"]["ours"]["median"], g["impls"]["libev"]["median"]
+            unit = "µs/conn" if g["scenario"] == "rr" else "s/GB"
+            runit = "conn/s" if g["scenario"] == "rr" else "MB/s"
+            r = g["ratio"]
+            out.append(
+                f"| {g['method']} | {g['scenario']} "
+                f"| {fmt(a.get('total_cpu'), 'total_cpu', g['scenario'])} {unit} "
+                f"| {fmt(b.get('total_cpu'), 'total_cpu', g['scenario'])} {unit} "
+                f"| {fmt(r.get('total_cpu'), 'ratio')} "
+                f"| {fmt(a.get('rate'), 'rate')} {runit} | {fmt(b.get('rate'), 'rate')} {runit} "
+                f"| {fmt(r.get('rate'), 'ratio')} | {'yes' if g['notes'] else ''} |")
+        out.append("")
+    for g in groups:
+        what = {"upload": f"upload, {human_bytes(cfg.bytes)} client -> target",
+                "download": f"download, {human_bytes(cfg.bytes)} target -> client",
+                "rr": f"rr, {cfg.rr_count} short connections"}[g["scenario"]]
+        runs = ", ".join(f"{i}: {g['impls'][i]['runs']} run(s)" for i in impls)
+        out.append(f"## {g['method']}, {what} ({runs})\n")
+        header = "| figure | " + " | ".join(impls)
+        rule = "|---|" + "---:|" * len(impls)
+        if "ratio" in g and g["ratio"]:
+            header += " | ours/libev"
+            rule += "---:|"
+        out.append(header + " |")
+        out.append(rule)
+        for key, label in figure_labels(g["scenario"]):
+            cells = [fmt(g["impls"][i]["median"].get(key), key, g["scenario"]) for i in impls]
+            if g["ratio"]:
+                cells.append(fmt(g["ratio"].get(key), "ratio"))
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+        for key in NOISE_FIGURES:
+            label = dict(figure_labels(g["scenario"]))[key].replace("**", "")
+            cells = []
+            for i in impls:
+                s = g["impls"][i]["spread"].get(key)
+                cells.append("-" if s is None else f"{s:.0%}")
+            if g["ratio"]:
+                cells.append("")
+            out.append(f"| spread of {label} | " + " | ".join(cells) + " |")
+        out.append("")
+        for note in g["notes"]:
+            out.append(f"- NOTE: {note}")
+        if g["notes"]:
+            out.append("")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ setup
+
+
+def find_ssload(args, workdir):
+    candidates = []
+    if args.ssload:
+        candidates.append(args.ssload)
+    candidates += [os.path.join(args.ours, "tests", "bench", "ssload"),
+                   os.path.join(REPO, "build", "tests", "bench", "ssload")]
+    src = os.path.join(HERE, "ssload.c")
+    for path in candidates:
+        if os.access(path, os.X_OK) and os.path.isfile(path):
+            if os.path.exists(src) and os.path.getmtime(path) < os.path.getmtime(src):
+                print(f"warning: {path} is older than {src}; rebuild it", file=sys.stderr)
+            return os.path.abspath(path)
+        if path == args.ssload:
+            raise BenchError(f"--ssload {path}: not an executable")
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        raise BenchError("no ssload binary found and no C compiler to build one")
+    out = os.path.join(workdir, "ssload")
+    subprocess.run([cc, "-std=gnu17", "-O2", "-Wall", "-Wextra", "-o", out, src], check=True)
+    print(f"built {out} from {src}", file=sys.stderr)
+    return out
+
+
+def binary(directory, name):
+    path = os.path.join(directory, name)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise BenchError(f"{path}: no such executable")
+    return os.path.abspath(path)
+
+
+def machine_info():
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpus": os.cpu_count() or 1, "cpu_model": model, "kernel": platform.release(),
+            "python": platform.python_version()}
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        description="CPU per GB, throughput and peak RSS of ss-tunnel -> ss-server, ours "
+                    "against shadowsocks-libev, on loopback.")
+    p.add_argument("--ours", default=os.path.join(REPO, "build"),
+                   help="directory with our ss-server and ss-tunnel (default: build/)")
+    p.add_argument("--libev", default="/usr/bin",
+                   help="directory with shadowsocks-libev's ss-server and ss-tunnel "
+                        "(default: /usr/bin)")
+    p.add_argument("--impls", default="ours,libev",
+                   help="which implementations to run, in order (default: ours,libev)")
+    p.add_argument("--methods", default=DEFAULT_METHODS,
+                   help=f"comma-separated methods (default: {DEFAULT_METHODS})")
+    p.add_argument("--scenarios", default=",".join(SCENARIOS),
+                   help="comma-separated: upload, download, rr (default: all)")
+    p.add_argument("--bytes", type=parse_size, default=1 << 30,
+                   help="bytes per upload/download transfer, K/M/G suffixes (default: 1G)")
+    p.add_argument("--conns", type=int, default=1,
+                   help="parallel connections for upload/download (default: 1)")
+    p.add_argument("--rr-count", type=int, default=5000,
+                   help="connections per rr run (default: 5000)")
+    p.add_argument("--rr-size", type=int, default=512,
+                   help="bytes each way per rr connection (default: 512)")
+    p.add_argument("--rr-conns", type=int, default=8,
+                   help="rr connections in parallel (default: 8)")
+    p.add_argument("--repeat", "-n", type=int, default=3,
+                   help="runs per implementation and test (default: 3)")
+    p.add_argument("--noise", type=float, default=0.15,
+                   help="spread (max-min)/median above which a result is flagged (default: 0.15)")
+    p.add_argument("--timeout", type=float, default=600,
+                   help="seconds allowed for one transfer before it is killed (default: 600)")
+    p.add_argument("--settle", type=float, default=0.2,
+                   help="seconds to let the relays finish start-up before measuring "
+                        "(default: 0.2)")
+    p.add_argument("--no-warmup", action="store_true",
+                   help="skip the unmeasured warm-up run of each implementation")
+    p.add_argument("--pin", default="auto",
+                   help="CPU affinity: 'none', 'auto', or 4 CPUs for client,tunnel,server,sink "
+                        "('-' leaves one free), e.g. 0,0,1,1. auto: with 2-3 CPUs, client and "
+                        "ss-tunnel on the first, ss-server and sink on the second (like a client "
+                        "and a server machine); with 4 or more, one CPU each (default: auto)")
+    p.add_argument("--server-args", default="",
+                   help="extra ss-server arguments for both implementations, e.g. '--no-delay'")
+    p.add_argument("--tunnel-args", default="",
+                   help="extra ss-tunnel arguments for both implementations")
+    p.add_argument("--ssload", help="the ssload binary (default: found in the build, or built)")
+    p.add_argument("--json", metavar="FILE", help="write every run and the summary as JSON")
+    p.add_argument("--markdown", metavar="FILE", help="also write the markdown report to FILE")
+    p.add_argument("--logdir", help="keep each run's process logs here (default: a temporary "
+                                    "directory, removed unless a run failed)")
+    args = p.parse_args(argv)
+    args.impl_names = [s for s in args.impls.split(",") if s]
+    args.method_list = [s for s in args.methods.split(",") if s]
+    args.scenario_list = [s for s in args.scenarios.split(",") if s]
+    for s in args.scenario_list:
+        if s not in SCENARIOS:
+            p.error(f"unknown scenario {s!r}; choose from {', '.join(SCENARIOS)}")
+    for s in args.impl_names:
+        if s not in ("ours", "libev"):
+            p.error(f"unknown implementation {s!r}; choose ours and/or libev")
+    if args.conns < 1 or args.repeat < 1 or args.rr_count < 1 or args.rr_conns < 1:
+        p.error("--conns, --repeat, --rr-count and --rr-conns must be at least 1")
+    if not 1 <= args.rr_size <= 256 * 1024:
+        p.error("--rr-size must be 1..262144")
+    if args.bytes < args.conns:
+        p.error("--bytes must be at least --conns")
+    args.bytes -= args.bytes % args.conns  # every connection carries the same share
+    args.pin_spec = args.pin
+    args.server_args = shlex.split(args.server_args)
+    args.tunnel_args = shlex.split(args.tunnel_args)
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    own_logdir = args.logdir is None
+    logroot = tempfile.mkdtemp(prefix="ssbench-") if own_logdir else args.logdir
+    os.makedirs(logroot, exist_ok=True)
+    failures = 0
+    try:
+        args.pin = pin_layout(args.pin_spec)
+        args.ssload = find_ssload(args, logroot)
+        dirs = {"ours": args.ours, "libev": args.libev}
+        impls = {name: Impl(name, binary(dirs[name], "ss-server"), binary(dirs[name], "ss-tunnel"))
+                 for name in args.impl_names}
+        machine = machine_info()
+        for name, impl in impls.items():
+            print(f"{name}: {impl.server} {impl.tunnel}", file=sys.stderr)
+        if machine["cpus"] <= 2:
+            print(f"note: {machine['cpus']} CPUs shared by the load tool and both relays; "
+                  "compare CPU s/GB rather than MB/s", file=sys.stderr)
+
+        seq = 0
+
+        def attempt(impl, method, scenario, cfg, label):
+            nonlocal seq
+            seq += 1
+            logdir = os.path.join(logroot, f"{seq:03d}-{impl.name}-{method}-{scenario}")
+            os.makedirs(logdir)
+            t0 = time.monotonic()
+            try:
+                run = run_once(impl, method, scenario, cfg, logdir)
+            except (BenchError, OSError, ValueError, KeyError) as e:
+                print(f"  {label}: FAILED: {e} (logs: {logdir})", file=sys.stderr)
+                return {"impl": impl.name, "method": method, "scenario": scenario,
+                        "error": str(e), "logs": logdir}
+            f = figures(run)
+            unit = ("µs/conn", "conn/s") if scenario == "rr" else ("s/GB", "MB/s")
+            p = 0 if scenario == "rr" else 3
+            print(f"  {label}: relays {f['total_cpu']:.{p}f} {unit[0]} (tunnel "
+                  f"{f['tunnel_cpu']:.{p}f}, server {f['server_cpu']:.{p}f}), {f['rate']:.0f} "
+                  f"{unit[1]}, RSS {f['tunnel_rss_mib']:.1f}/{f['server_rss_mib']:.1f} MiB "
+                  f"[{time.monotonic() - t0:.1f} s]", file=sys.stderr)
+            return run
+
+        if not args.no_warmup:
+            warm = argparse.Namespace(**vars(args))
+            warm.bytes = min(args.bytes, 64 * MIB)
+            warm.bytes -= warm.bytes % args.conns
+            for impl in impls.values():
+                run = attempt(impl, args.method_list[0], "upload", warm, f"warm-up {impl.name}")
+                if "error" in run:
+                    failures += 1
+
+        runs = []
+        for method in args.method_list:
+            for scenario in args.scenario_list:
+                print(f"{method} {scenario}:", file=sys.stderr)
+                for rep in range(args.repeat):
+                    for impl in impls.values():
+                        run = attempt(impl, method, scenario, args,
+                                      f"run {rep + 1}/{args.repeat} {impl.name:5}")
+                        run["rep"] = rep + 1
+                        runs.append(run)
+                        if "error" in run:
+                            failures += 1
+
+        groups = summarize(runs, args.impl_names, args.method_list, args.scenario_list,
+                           args.noise)
+        report = markdown(groups, args.impl_names, args, machine)
+        print(report)
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write(report + "\n")
+        if args.json:
+            config = {k: v for k, v in vars(args).items()
+                      if k not in ("impl_names", "method_list", "scenario_list", "pin")}
+            config["pin_layout"] = {role: sorted(c) for role, c in args.pin.items()}
+            config.update(impls={n: {"ss-server": i.server, "ss-tunnel": i.tunnel}
+                                 for n, i in impls.items()})
+            with open(args.json, "w") as f:
+                json.dump({"machine": machine, "config": config, "runs": runs,
+                           "summary": groups}, f, indent=1, ensure_ascii=False)
+                f.write("\n")
+    except BenchError as e:
+        print(f"bench.py: {e}", file=sys.stderr)
+        return 2
+    finally:
+        if own_logdir and not failures:
+            shutil.rmtree(logroot, ignore_errors=True)
+        elif failures:
+            print(f"logs of the failed runs: {logroot}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
