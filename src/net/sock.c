@@ -7,7 +7,11 @@
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/sockios.h>
+#endif
 
 #ifndef IPPROTO_MPTCP
 #define IPPROTO_MPTCP 262
@@ -105,6 +109,19 @@ int ss_sock_error(int fd)
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l) < 0)
 		return errno;
 	return e;
+}
+
+long ss_sock_outq(int fd)
+{
+#ifdef SIOCOUTQ
+	int q = 0;
+
+	if (ioctl(fd, SIOCOUTQ, &q) == 0)
+		return q;
+#else
+	(void)fd;
+#endif
+	return -1;
 }
 
 int ss_sock_resolve_startup(const char *host, unsigned port, bool ipv6_first, bool passive,

@@ -29,6 +29,10 @@ void ss_sock_tune_accepted(int fd, const ss_sockopts_t *o);
 /* The pending error of a socket whose connect finished: 0 or errno. */
 int ss_sock_error(int fd);
 
+/* Bytes written to a TCP socket that its peer has not acknowledged yet, or
+ * -1 when the system cannot tell. */
+long ss_sock_outq(int fd);
+
 /* Resolves host (literal or name) and port at start-up, before any loop
  * runs; prefers IPv6 when ipv6_first. 0 or -errno; err gets a line. */
 int ss_sock_resolve_startup(const char *host, unsigned port, bool ipv6_first, bool passive,

@@ -77,6 +77,27 @@ static void conn_arm_timer(ss_conn_t *c)
 	ev_timer_start(loop, &c->timer);
 }
 
+/* Whether a direction blocked on a slow reader has seen its sink's queue go
+ * down since it blocked: the kernel holds far more than one buffer, so a
+ * reader can make steady progress for longer than the idle timeout without
+ * our writer ever waking up. */
+static bool conn_sink_moving(ss_conn_t *c)
+{
+	bool moving = false;
+
+	for (int d = 0; d < 2; d++) {
+		ss_dir_t *dir = &c->dir[d];
+		if (!dir->iov_n || c->side[!d].fd < 0)
+			continue;
+		long q = ss_sock_outq(c->side[!d].fd);
+		if (q >= 0 && (uint32_t)q < dir->outq) {
+			dir->outq = (uint32_t)q;
+			moving = true;
+		}
+	}
+	return moving;
+}
+
 static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	ss_conn_t *c = w->data;
@@ -98,8 +119,12 @@ static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	}
 	if (now >= c->last_active + c->inst->timeout) {
-		ss_conn_close(c, c->state == SS_CONN_DRAIN ? NULL : "idle timeout");
-		return;
+		if (c->state == SS_CONN_STREAM && conn_sink_moving(c)) {
+			ss_conn_touch(c);
+		} else {
+			ss_conn_close(c, c->state == SS_CONN_DRAIN ? NULL : "idle timeout");
+			return;
+		}
 	}
 	conn_arm_timer(c);
 }
@@ -111,8 +136,14 @@ static void conn_drain_cb(ss_conn_t *c)
 
 	for (;;) {
 		n = read(c->side[SS_IN].fd, buf, SS_RELAY_BUF_SIZE);
-		if (n > 0)
+		if (n > 0) {
+			/* Bytes keep the timer going, as they do while a
+			 * request is still short: otherwise when the close
+			 * comes would tell a prober how many bytes it took to
+			 * fail (salt length + 18, a fingerprint). */
+			ss_conn_touch(c);
 			continue;
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		break;
@@ -182,15 +213,20 @@ static int conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
 void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
 		    socklen_t peerlen)
 {
-	int fresh = 0;
-	ss_conn_t *c = ss_pool_get(&inst->conns, &fresh);
+	ss_conn_t *c = ss_pool_get(&inst->conns, NULL);
 
 	if (!c) {
 		close(fd);
 		return;
 	}
-	if (fresh && conn_slot_init(inst, c) < 0) {
+	/* A slot is set up on first use (inst still NULL in its zero page); one
+	 * whose set-up failed goes back zeroed, so the next use tries again
+	 * instead of running with half a cipher state. */
+	if (!c->inst && conn_slot_init(inst, c) < 0) {
 		ss_err("cannot set up the cipher state");
+		for (int d = 0; d < 2; d++)
+			ss_aead_stream_free(&c->dir[d].codec);
+		memset(c, 0, sizeof(*c));
 		ss_pool_put(&inst->conns, c);
 		close(fd);
 		return;
@@ -212,6 +248,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 		dir->keep = dir->rpos = dir->rend = 0;
 		dir->lead = 0;
 		dir->iov_n = dir->iov_i = 0;
+		dir->outq = 0;
 		dir->started = dir->eof = dir->shut = false;
 		dir->bytes = 0;
 	}
@@ -266,7 +303,7 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 	 * touches a recycled slot; a lookup still in flight holds it longer. */
 	c->next_closed = inst->closed;
 	inst->closed = c;
-	ev_check_start(inst->loop, &inst->reaper);
+	ev_prepare_start(inst->loop, &inst->reaper);
 }
 
 void ss_conn_reap(struct ss_instance *inst)
@@ -288,7 +325,7 @@ void ss_conn_reap(struct ss_instance *inst)
 	}
 	inst->closed = keep;
 	if (!keep)
-		ev_check_stop(inst->loop, &inst->reaper);
+		ev_prepare_stop(inst->loop, &inst->reaper);
 }
 
 void ss_conn_drain(ss_conn_t *c, const char *reason)

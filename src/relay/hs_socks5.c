@@ -62,6 +62,8 @@ static void socks5_inbound(ss_conn_t *c)
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			ss_conn_close(c, "reading the SOCKS5 handshake failed");
+		else if (!dir->rend)
+			ss_conn_buf_release(c, SS_IN);
 		return;
 	}
 	if (n == 0) {
@@ -90,8 +92,12 @@ static void socks5_inbound(ss_conn_t *c)
 		}
 		socks5_consume(dir, used);
 		c->hs_stage = STAGE_REQUEST;
-		if (!dir->rend)
+		if (!dir->rend) {
+			/* The request is a round trip away: a client that
+			 * waits holds no buffer meanwhile. */
+			ss_conn_buf_release(c, SS_IN);
 			return;
+		}
 	}
 
 	uint8_t cmd = 0;

@@ -15,6 +15,7 @@
 #define MAX_CONNS_CAP (1u << 18)
 #define REPLAY_CAPACITY 1000000
 #define REPLAY_FP_RATE 1e-15
+#define ACCEPT_RETRY 1.0 /* seconds between accept attempts while out of descriptors */
 
 static size_t instance_max_conns(void)
 {
@@ -34,6 +35,8 @@ static void instance_pause(struct ss_instance *inst, bool pause)
 	if (inst->paused == pause || inst->stopping)
 		return;
 	inst->paused = pause;
+	if (!pause)
+		ev_timer_stop(inst->loop, &inst->retry);
 	for (size_t i = 0; i < inst->n_listeners; i++) {
 		if (pause)
 			ev_io_stop(inst->loop, &inst->listeners[i].io);
@@ -46,6 +49,13 @@ void ss_instance_slot_freed(struct ss_instance *inst)
 {
 	if (inst->paused)
 		instance_pause(inst, false);
+}
+
+static void instance_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	instance_pause(w->data, false);
 }
 
 static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -67,11 +77,17 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		int fd =
 		    accept4(w->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE) {
-				ss_warn("accept: %s; not accepting until a connection ends",
-					strerror(errno));
-				if (inst->conns.in_use)
-					instance_pause(inst, true);
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				/* The pending connection stays readable: left
+				 * on, the listener would spin. A connection's
+				 * end resumes it, and so does the timer, as the
+				 * descriptors may be held by something else. */
+				ss_warn("accept: %s; not accepting for a while", strerror(errno));
+				instance_pause(inst, true);
+				ev_timer_stop(inst->loop, &inst->retry);
+				ev_timer_set(&inst->retry, ACCEPT_RETRY, 0.);
+				ev_timer_start(inst->loop, &inst->retry);
 			} else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
 				   errno != ECONNABORTED) {
 				ss_warn("accept: %s", strerror(errno));
@@ -82,7 +98,7 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
-static void instance_reaper_cb(struct ev_loop *loop, ev_check *w, int revents)
+static void instance_reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	(void)loop;
 	(void)revents;
@@ -198,8 +214,10 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 					 .reuse_port = cfg->reuse_port,
 					 .no_delay = cfg->no_delay,
 					 .mptcp = cfg->mptcp};
-	ev_check_init(&inst->reaper, instance_reaper_cb);
+	ev_prepare_init(&inst->reaper, instance_reaper_cb);
 	inst->reaper.data = inst;
+	ev_init(&inst->retry, instance_retry_cb);
+	inst->retry.data = inst;
 
 	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t), max_conns) < 0 ||
 	    ss_pool_init(&inst->bufs, SS_RELAY_BUF_SIZE, 2 * max_conns) < 0) {
@@ -254,6 +272,7 @@ void ss_instance_stop(ss_instance_t *inst)
 		return;
 	for (size_t i = 0; i < inst->n_listeners; i++)
 		ev_io_stop(inst->loop, &inst->listeners[i].io);
+	ev_timer_stop(inst->loop, &inst->retry);
 	inst->stopping = true;
 	for (size_t i = 0; i < inst->conns.fresh; i++) {
 		ss_conn_t *c = ss_pool_at(&inst->conns, i);
@@ -277,7 +296,7 @@ void ss_instance_destroy(ss_instance_t *inst)
 		for (int d = 0; d < 2; d++)
 			ss_aead_stream_free(&c->dir[d].codec);
 	}
-	ev_check_stop(inst->loop, &inst->reaper);
+	ev_prepare_stop(inst->loop, &inst->reaper);
 	ss_replay_free(&inst->replay);
 	ss_pool_destroy(&inst->bufs);
 	ss_pool_destroy(&inst->conns);

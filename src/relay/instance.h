@@ -27,8 +27,13 @@ struct ss_instance {
 	ss_replay_t replay;
 	ss_listener_t listeners[SS_MAX_SERVERS];
 	size_t n_listeners;
-	bool paused; /* listeners stopped: no free slot or no descriptor */
-	ev_check reaper;
+	bool paused;    /* listeners stopped: no free slot or no descriptor */
+	ev_timer retry; /* resumes accepting after a descriptor shortage no slot holds */
+	/* Frees closed connections once the callbacks of this loop iteration
+	 * have run, before the loop sleeps: a check watcher would wait for the
+	 * next event, leaving listeners paused for want of a slot already
+	 * free. */
+	ev_prepare reaper;
 	ss_conn_t *closed;
 	/* clients: the servers, resolved at start-up */
 	struct sockaddr_storage servers[SS_MAX_SERVERS];

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "net/sock.h"
 #include "relay/conn.h"
 #include "relay/instance.h"
 #include "util/log.h"
@@ -103,7 +104,7 @@ static void pump_compact(ss_conn_t *c, int d)
 
 /* Writes pending output: SS_OK when all of it is out, SS_AGAIN when the sink
  * is full, SS_ERR on a socket error. */
-static int pump_flush(ss_dir_t *dir, int fd)
+static int pump_flush(ss_conn_t *c, ss_dir_t *dir, int fd)
 {
 	while (dir->iov_i < dir->iov_n) {
 		struct msghdr msg = {.msg_iov = dir->iov + dir->iov_i,
@@ -114,6 +115,9 @@ static int pump_flush(ss_dir_t *dir, int fd)
 				continue;
 			return (errno == EAGAIN || errno == EWOULDBLOCK) ? SS_AGAIN : SS_ERR;
 		}
+		/* A slow reader that takes longer than the idle timeout to
+		 * drain one buffer is still making progress. */
+		ss_conn_touch(c);
 		while (n > 0) {
 			struct iovec *v = &dir->iov[dir->iov_i];
 			if ((size_t)n >= v->iov_len) {
@@ -224,6 +228,22 @@ static void pump_fail(ss_conn_t *c, int d, const char *what)
 	ss_conn_close(c, what);
 }
 
+/* The source has ended and all it gave is written: half-close the sink, and
+ * end the connection once both directions have. */
+static void pump_shut(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+
+	ss_conn_want(c, d, EV_READ, false);
+	ss_conn_want(c, !d, EV_WRITE, false);
+	if (!dir->shut) {
+		shutdown(c->side[!d].fd, SHUT_WR);
+		dir->shut = true;
+	}
+	if (c->dir[!d].shut)
+		ss_conn_close(c, NULL);
+}
+
 void ss_pump(ss_conn_t *c, int d)
 {
 	ss_dir_t *dir = &c->dir[d];
@@ -231,8 +251,10 @@ void ss_pump(ss_conn_t *c, int d)
 
 	for (int round = 0; round < PUMP_ROUNDS; round++) {
 		if (dir->iov_n) {
-			int r = pump_flush(dir, c->side[dst].fd);
+			int r = pump_flush(c, dir, c->side[dst].fd);
 			if (r == SS_AGAIN) {
+				long q = ss_sock_outq(c->side[dst].fd);
+				dir->outq = q < 0 ? 0 : (uint32_t)q;
 				ss_conn_want(c, src, EV_READ, false);
 				ss_conn_want(c, dst, EV_WRITE, true);
 				return;
@@ -242,7 +264,6 @@ void ss_pump(ss_conn_t *c, int d)
 							    : "writing to the inbound side failed");
 				return;
 			}
-			ss_conn_touch(c);
 			r = pump_after_flush(c, d);
 			if (r == SS_ERR) {
 				pump_fail(c, d, "decryption failed");
@@ -253,13 +274,7 @@ void ss_pump(ss_conn_t *c, int d)
 		}
 		ss_conn_want(c, dst, EV_WRITE, false);
 		if (dir->eof) {
-			ss_conn_want(c, src, EV_READ, false);
-			if (!dir->shut) {
-				shutdown(c->side[dst].fd, SHUT_WR);
-				dir->shut = true;
-			}
-			if (c->dir[!d].shut)
-				ss_conn_close(c, NULL);
+			pump_shut(c, d);
 			return;
 		}
 		int r = pump_fill(c, d);
@@ -280,6 +295,11 @@ void ss_pump(ss_conn_t *c, int d)
 	/* Still busy: come back through the loop, after the other connections. */
 	if (dir->iov_n)
 		ss_conn_want(c, dst, EV_WRITE, true);
-	else if (!dir->eof)
+	else if (dir->eof)
+		/* The last read found EOF with nothing left to write: no
+		 * watcher would bring us back (the source may have been
+		 * stopped by an earlier blocked write), so finish now. */
+		pump_shut(c, d);
+	else
 		ss_conn_want(c, src, EV_READ, true);
 }
