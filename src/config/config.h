@@ -25,6 +25,7 @@ typedef enum {
 } ss_relay_mode_t;
 
 #define SS_MAX_SERVERS 16
+#define SS_UDP_MAX_ASSOC_DEFAULT 4096
 #define SS_HOST_MAX 256
 
 typedef struct ss_host_port {
@@ -71,6 +72,8 @@ typedef struct ss_config {
 	bool use_syslog;      /* "use_syslog" */
 	ss_relay_mode_t mode; /* -u, -U / "mode" */
 	int mtu;              /* --mtu / "mtu", 0 = none */
+	int udp_timeout;      /* --udp-timeout / "udp_timeout", seconds, default 60 */
+	int udp_max_assoc;    /* --udp-max-associations / "udp_max_associations" */
 
 	/* Parsed and kept for later work; the programs do not act on them yet.
 	 * Empty means not given (an empty "plugin" counts as none, as libev). */

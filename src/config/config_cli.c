@@ -31,6 +31,8 @@ enum {
 	OPT_HELP,
 	OPT_MANAGER_ADDRESS,
 	OPT_EXECUTABLE,
+	OPT_UDP_TIMEOUT,
+	OPT_UDP_MAX_ASSOC,
 };
 
 static const struct option long_options[] = {
@@ -48,6 +50,8 @@ static const struct option long_options[] = {
     {"help", no_argument, NULL, OPT_HELP},
     {"manager-address", required_argument, NULL, OPT_MANAGER_ADDRESS},
     {"executable", required_argument, NULL, OPT_EXECUTABLE},
+    {"udp-timeout", required_argument, NULL, OPT_UDP_TIMEOUT},
+    {"udp-max-associations", required_argument, NULL, OPT_UDP_MAX_ASSOC},
     {NULL, 0, NULL, 0},
 };
 
@@ -245,6 +249,23 @@ static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t err
 					  "--mtu must be a number from 0 to 65535, not '%s'", arg);
 		cfg->mtu = (int)v;
 		bit = ss_cfg_bit(SS_CF_MTU);
+		break;
+	case OPT_UDP_TIMEOUT:
+		if (ss_cfg_long(arg, 1, TIMEOUT_MAX, &v) != 0)
+			return ss_cfg_err(err, errlen,
+					  "--udp-timeout must be a positive number of seconds, not '%s'",
+					  arg);
+		cfg->udp_timeout = (int)v;
+		bit = ss_cfg_bit(SS_CF_UDP_TIMEOUT);
+		break;
+	case OPT_UDP_MAX_ASSOC:
+		if (ss_cfg_long(arg, 1, 1L << 20, &v) != 0)
+			return ss_cfg_err(err, errlen,
+					  "--udp-max-associations must be a number from 1 to 1048576, "
+					  "not '%s'",
+					  arg);
+		cfg->udp_max_assoc = (int)v;
+		bit = ss_cfg_bit(SS_CF_UDP_MAX_ASSOC);
 		break;
 	case OPT_ACL:
 		rc = copy_opt(cfg->acl, sizeof(cfg->acl), arg, "--acl", err, errlen);

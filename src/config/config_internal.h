@@ -38,6 +38,8 @@ typedef enum {
 	SS_CF_PLUGIN,
 	SS_CF_PLUGIN_OPTS,
 	SS_CF_PLUGIN_MODE,
+	SS_CF_UDP_TIMEOUT,
+	SS_CF_UDP_MAX_ASSOC,
 	SS_CF_COUNT,
 } ss_cfg_field_t;
 

@@ -268,6 +268,32 @@ static int j_mtu(ss_config_t *cfg, const cJSON *v, const char *key, char *err, s
 	return 0;
 }
 
+static int j_udp_timeout(ss_config_t *cfg, const cJSON *v, const char *key, char *err,
+			 size_t errlen)
+{
+	char shown[96];
+	long t;
+
+	if (int_of(v, 1, 2147483L, &t) != 0)
+		return ss_cfg_err(err, errlen, "\"%s\" must be a positive number of seconds, not %s",
+				  key, show(v, shown, sizeof(shown)));
+	cfg->udp_timeout = (int)t;
+	return 0;
+}
+
+static int j_udp_max_assoc(ss_config_t *cfg, const cJSON *v, const char *key, char *err,
+			   size_t errlen)
+{
+	char shown[96];
+	long n;
+
+	if (int_of(v, 1, 1L << 20, &n) != 0)
+		return ss_cfg_err(err, errlen, "\"%s\" must be a number from 1 to 1048576, not %s",
+				  key, show(v, shown, sizeof(shown)));
+	cfg->udp_max_assoc = (int)n;
+	return 0;
+}
+
 static int j_verbose(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
 {
 	char shown[96];
@@ -393,6 +419,8 @@ static const struct json_key {
     BOOL("use_syslog", SS_CF_USE_SYSLOG, use_syslog),
     FN("mode", SS_CF_MODE, j_mode),
     FN("mtu", SS_CF_MTU, j_mtu),
+    FN("udp_timeout", SS_CF_UDP_TIMEOUT, j_udp_timeout),
+    FN("udp_max_associations", SS_CF_UDP_MAX_ASSOC, j_udp_max_assoc),
     STR("acl", SS_CF_ACL, acl),
     STR("plugin", SS_CF_PLUGIN, plugin),
     STR("plugin_opts", SS_CF_PLUGIN_OPTS, plugin_opts),

@@ -104,6 +104,8 @@ void ss_config_usage(ss_prog_t prog, void *out)
 	line(f, "[--fast-open]", "Use TCP Fast Open.");
 	line(f, "[--acl <acl_file>]", "Access control list file.");
 	line(f, "[--mtu <MTU>]", "MTU of the network interface (for UDP).");
+	line(f, "[--udp-timeout <seconds>]", "Idle time before a UDP association ends (60).");
+	line(f, "[--udp-max-associations <n>]", "Most UDP associations at once (4096).");
 	line(f, "[--mptcp]", "Use Multipath TCP.");
 	line(f, "[--no-delay]", "Set TCP_NODELAY.");
 	line(f, "[--key <key_in_base64>]", "Key in base64, instead of a password.");

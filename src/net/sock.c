@@ -160,3 +160,59 @@ int ss_sock_resolve_startup(const char *host, unsigned port, bool ipv6_first, bo
 	freeaddrinfo(res);
 	return 0;
 }
+
+/* Room for bursts of whole 64 KiB datagrams; the kernel caps what it gives. */
+#define UDP_SOCKBUF (4 << 20)
+
+static int udp_socket(int family, const ss_sockopts_t *o)
+{
+	int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), zero = 0;
+	int size = UDP_SOCKBUF;
+
+	if (fd < 0)
+		return -errno;
+	if (family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+	if (o && o->iface && o->iface[0] &&
+	    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, o->iface, strlen(o->iface)) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int ss_sock_udp_bind(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o)
+{
+	int one = 1, fd = udp_socket(addr->sa_family, NULL);
+
+	if (fd < 0)
+		return fd;
+	if (o && o->reuse_port)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (bind(fd, addr, len) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int ss_sock_udp_open(int family, const ss_sockopts_t *o)
+{
+	int fd = udp_socket(family, o);
+
+	if (fd < 0 || !o)
+		return fd;
+	const struct sockaddr *src = family == AF_INET6 ? o->bind6 : o->bind4;
+	if (src && bind(fd, src,
+			src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						   : sizeof(struct sockaddr_in)) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}

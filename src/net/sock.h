@@ -23,6 +23,13 @@ int ss_sock_listen_tcp(const struct sockaddr *addr, socklen_t len, const ss_sock
  * or done) or -errno. With fast_open the first write carries the SYN. */
 int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o);
 
+/* A non-blocking UDP socket bound to addr (listening side; an IPv6 wildcard
+ * is dual-stack). Returns the fd or -errno. */
+int ss_sock_udp_bind(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o);
+/* A non-blocking UDP socket for sending (an IPv6 one is dual-stack), bound
+ * to o's source address for its family and to o's interface. fd or -errno. */
+int ss_sock_udp_open(int family, const ss_sockopts_t *o);
+
 /* Options for an accepted socket (no-delay). */
 void ss_sock_tune_accepted(int fd, const ss_sockopts_t *o);
 

@@ -85,3 +85,16 @@ size_t ss_socks5_encode_reply(ss_socks5_rep_t rep, const struct sockaddr *bnd, u
 	out[2] = 0;
 	return 3 + n;
 }
+
+int ss_socks5_parse_udp(const uint8_t *buf, size_t len, ss_addr_t *dst, size_t *used)
+{
+	size_t alen;
+
+	if (len < 3)
+		return SS_ERR;
+	/* A datagram is whole: an incomplete address is as bad as a wrong one. */
+	if (ss_addr_parse(buf + 3, len - 3, dst, &alen) != SS_OK)
+		return SS_ERR;
+	*used = 3 + alen;
+	return SS_OK;
+}

@@ -46,6 +46,12 @@ int ss_socks5_parse_greeting(const uint8_t *buf, size_t len, size_t *used, bool 
 int ss_socks5_parse_request(const uint8_t *buf, size_t len, size_t *used, uint8_t *cmd,
 			    ss_addr_t *dst, ss_socks5_rep_t *rep);
 
+/* SOCKS5 UDP request header (RFC 1928 section 7): RSV(2) FRAG(1) ATYP
+ * DST.ADDR DST.PORT, then data. SS_OK with *dst and *used (the header's
+ * length; FRAG is buf[2], left to the caller); SS_ERR when the datagram is
+ * too short or the address is malformed. */
+int ss_socks5_parse_udp(const uint8_t *buf, size_t len, ss_addr_t *dst, size_t *used);
+
 /* Method selection reply: 2 bytes. */
 size_t ss_socks5_encode_method(uint8_t method, uint8_t out[2]);
 /* Reply VER REP RSV ATYP BND.ADDR BND.PORT; bnd may be NULL (0.0.0.0:0).

@@ -182,6 +182,7 @@ static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 			ss_pump(c, !side);
 		break;
 	case SS_CONN_DRAIN:
+	case SS_CONN_UDP_CONTROL:
 		conn_drain_cb(c);
 		break;
 	default:
@@ -282,6 +283,8 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 	ss_debug("%s %s: closed, %llu bytes up, %llu bytes down", c->action,
 		 ss_conn_peer(c, peer, sizeof(peer)), (unsigned long long)c->dir[SS_IN].bytes,
 		 (unsigned long long)c->dir[SS_OUT].bytes);
+	if (c->state == SS_CONN_UDP_CONTROL)
+		ss_udp_control_closed(&inst->udp, c);
 	c->state = SS_CONN_CLOSED;
 	ev_timer_stop(inst->loop, &c->timer);
 	for (int s = 0; s < 2; s++) {
@@ -442,4 +445,15 @@ void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n)
 	/* Wait a moment for the first payload, so it rides with the header. */
 	c->lead_wait = n == 0;
 	ss_conn_stream(c);
+}
+
+void ss_conn_udp_control(ss_conn_t *c)
+{
+	ss_conn_buf_release(c, SS_IN);
+	c->state = SS_CONN_UDP_CONTROL;
+	c->action = "socks5 udp";
+	ss_udp_control_add(&c->inst->udp, c);
+	ss_conn_touch(c);
+	conn_arm_timer(c);
+	ss_conn_want(c, SS_IN, EV_READ, true);
 }

@@ -33,12 +33,13 @@ typedef enum {
 } ss_xform_t;
 
 typedef enum {
-	SS_CONN_HANDSHAKE,  /* reading the inbound handshake */
-	SS_CONN_RESOLVING,  /* looking up the target's name */
-	SS_CONN_CONNECTING, /* outbound connect in progress */
-	SS_CONN_STREAM,     /* pumping both ways */
-	SS_CONN_DRAIN,      /* hostile peer: read and discard until EOF or timeout */
-	SS_CONN_CLOSED,     /* waiting for the reaper */
+	SS_CONN_HANDSHAKE,   /* reading the inbound handshake */
+	SS_CONN_RESOLVING,   /* looking up the target's name */
+	SS_CONN_CONNECTING,  /* outbound connect in progress */
+	SS_CONN_STREAM,      /* pumping both ways */
+	SS_CONN_DRAIN,       /* hostile peer: read and discard until EOF or timeout */
+	SS_CONN_UDP_CONTROL, /* ss-local: holds a UDP association open until EOF */
+	SS_CONN_CLOSED,      /* waiting for the reaper */
 } ss_conn_state_t;
 
 typedef struct ss_side {
@@ -85,6 +86,8 @@ typedef struct ss_conn {
 	struct sockaddr_storage peer; /* inbound peer */
 	ss_resolve_req_t lookup;
 	struct ss_conn *next_closed;
+	struct ss_udp_assoc *udp_assoc; /* UDP_CONTROL: the association it holds */
+	struct ss_conn *udp_next;       /* UDP_CONTROL: not yet matched to one */
 } ss_conn_t;
 
 /* What differs between the programs: how a connection starts. */
@@ -132,6 +135,10 @@ uint8_t *ss_conn_buf(ss_conn_t *c, int d);
 void ss_conn_buf_release(ss_conn_t *c, int d);
 /* Starts or stops a side's read or write watcher. */
 void ss_conn_want(ss_conn_t *c, int side, int events, bool on);
+/* ss-local: the connection now holds a UDP association (SOCKS5 UDP
+ * ASSOCIATE): it reads and discards until EOF, and the association ends
+ * with it. */
+void ss_conn_udp_control(ss_conn_t *c);
 /* Marks activity for the idle timer. */
 void ss_conn_touch(ss_conn_t *c);
 /* Peer text for log lines. */

@@ -112,6 +112,24 @@ static void socks5_inbound(ss_conn_t *c)
 		socks5_fail(c, rep, "malformed SOCKS5 request");
 		return;
 	}
+	const ss_config_t *cfg = c->inst->cfg;
+	if (cmd == SS_SOCKS5_CMD_UDP_ASSOCIATE && cfg->mode != SS_MODE_TCP_ONLY) {
+		struct sockaddr_storage bnd;
+		if (ss_udp_bound_addr(&c->inst->udp, c, &bnd) < 0) {
+			socks5_fail(c, SS_SOCKS5_REP_GENERAL_FAILURE, "no UDP relay address");
+			return;
+		}
+		uint8_t out[32];
+		size_t rn = ss_socks5_encode_reply(SS_SOCKS5_REP_SUCCEEDED, (struct sockaddr *)&bnd,
+						   out, sizeof(out));
+		socks5_send(c, out, rn);
+		ss_conn_udp_control(c);
+		return;
+	}
+	if (cmd == SS_SOCKS5_CMD_CONNECT && cfg->mode == SS_MODE_UDP_ONLY) {
+		socks5_fail(c, SS_SOCKS5_REP_NOT_ALLOWED, "TCP relay is off (-U)");
+		return;
+	}
 	if (cmd != SS_SOCKS5_CMD_CONNECT) {
 		char why[64];
 		snprintf(why, sizeof(why), "unsupported SOCKS5 command %u", cmd);

@@ -105,8 +105,8 @@ static void instance_reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	ss_conn_reap(w->data);
 }
 
-static int instance_listen(struct ss_instance *inst, const char *host, uint16_t port, char *err,
-			   size_t errlen)
+static int instance_listen(struct ss_instance *inst, const char *host, uint16_t port, bool tcp,
+			   bool udp, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -120,10 +120,19 @@ static int instance_listen(struct ss_instance *inst, const char *host, uint16_t 
 	if (ss_sock_resolve_startup(host, port, inst->cfg->ipv6_first, true, &ss, &len, err,
 				    errlen) < 0)
 		return -EINVAL;
+	if (udp) {
+		fd = ss_udp_listen(&inst->udp, (struct sockaddr *)&ss, len, err, errlen);
+		if (fd == -EAFNOSUPPORT && strcmp(host, "::") == 0)
+			return instance_listen(inst, "0.0.0.0", port, tcp, udp, err, errlen);
+		if (fd < 0)
+			return fd;
+	}
+	if (!tcp)
+		return 0;
 	fd = ss_sock_listen_tcp((struct sockaddr *)&ss, len, &inst->sockopts);
 	if (fd == -EAFNOSUPPORT && strcmp(host, "::") == 0) {
 		/* No IPv6 on this host: the dual-stack default becomes IPv4 only. */
-		return instance_listen(inst, "0.0.0.0", port, err, errlen);
+		return instance_listen(inst, "0.0.0.0", port, tcp, false, err, errlen);
 	}
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s",
@@ -237,12 +246,17 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	if (instance_setup_outbound(inst, err, errlen) < 0)
 		goto fail;
 
+	bool udp = cfg->mode != SS_MODE_TCP_ONLY;
+	/* ss-local keeps TCP for SOCKS5 even in udp_only: UDP ASSOCIATE needs it. */
+	bool tcp = cfg->mode != SS_MODE_UDP_ONLY || cfg->prog == SS_PROG_LOCAL;
+	if (udp && (rc = ss_udp_init(&inst->udp, inst, err, errlen)) < 0)
+		goto fail;
 	if (cfg->prog == SS_PROG_SERVER) {
 		for (size_t i = 0; i < cfg->n_servers; i++) {
 			uint16_t port =
 			    cfg->servers[i].port ? cfg->servers[i].port : cfg->server_port;
-			if ((rc = instance_listen(inst, cfg->servers[i].host, port, err, errlen)) <
-			    0)
+			if ((rc = instance_listen(inst, cfg->servers[i].host, port, tcp, udp, err,
+						  errlen)) < 0)
 				goto fail;
 		}
 	} else {
@@ -256,7 +270,7 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 		}
 		inst->n_servers = cfg->n_servers;
 		if ((rc = instance_listen(inst, cfg->local_addr[0] ? cfg->local_addr : "127.0.0.1",
-					  cfg->local_port, err, errlen)) < 0)
+					  cfg->local_port, tcp, udp, err, errlen)) < 0)
 			goto fail;
 	}
 	*out = inst;
@@ -279,8 +293,9 @@ void ss_instance_stop(ss_instance_t *inst)
 		if (c->inst == inst && c->state != SS_CONN_CLOSED && c->side[SS_IN].fd >= 0)
 			ss_conn_close(c, NULL);
 	}
-	/* Lookups in flight finish with ECANCELED. */
+	/* Lookups in flight finish with ECANCELED, while their owners still stand. */
 	ss_resolver_free(&inst->resolver);
+	ss_udp_free(&inst->udp);
 	ss_conn_reap(inst);
 }
 

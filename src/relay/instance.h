@@ -8,6 +8,7 @@
 #include "net/resolver.h"
 #include "net/sock.h"
 #include "relay/conn.h"
+#include "relay/udp.h"
 #include "shadowsocks.h"
 #include "util/pool.h"
 
@@ -25,6 +26,7 @@ struct ss_instance {
 	ss_pool_t bufs;
 	ss_resolver_t resolver;
 	ss_replay_t replay;
+	ss_udp_relay_t udp; /* when the mode includes UDP */
 	ss_listener_t listeners[SS_MAX_SERVERS];
 	size_t n_listeners;
 	bool paused;    /* listeners stopped: no free slot or no descriptor */

@@ -1,0 +1,717 @@
+#include "relay/udp.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "crypto/aead.h"
+#include "net/sock.h"
+#include "proto/addr.h"
+#include "proto/socks5.h"
+#include "relay/conn.h"
+#include "relay/instance.h"
+#include "util/log.h"
+#include "util/result.h"
+
+/* Where a datagram's plaintext starts in the relay buffer: room before it
+ * for the largest salt and, on the way back to a client, an IPv6 address
+ * header (server) or a SOCKS5 UDP header (ss-local). */
+#define UDP_HEAD 64
+#define UDP_DNS_TTL 30.0
+
+static const char *udp_peer(const struct sockaddr *sa, char *buf, size_t len)
+{
+	return ss_sockaddr_format(sa, buf, len);
+}
+
+static void udp_drop(ss_udp_relay_t *u, const struct sockaddr *from, const char *why)
+{
+	char peer[SS_ADDR_STRLEN];
+
+	u->stats.dropped++;
+	if (ss_log_enabled(SS_LOG_INFO))
+		ss_info("udp %s: datagram dropped: %s",
+			from ? udp_peer(from, peer, sizeof(peer)) : "-", why);
+}
+
+/* Receives one datagram into buf (at most cap bytes). Returns its length,
+ * -EMSGSIZE when it was larger than cap (and is gone), -EAGAIN when there
+ * is none, or another -errno. */
+static ssize_t udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
+			socklen_t *fromlen)
+{
+	struct iovec iov = {buf, cap};
+	struct msghdr msg = {.msg_name = from,
+			     .msg_namelen = from ? sizeof(*from) : 0,
+			     .msg_iov = &iov,
+			     .msg_iovlen = 1};
+	ssize_t n;
+
+	do
+		n = recvmsg(fd, &msg, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (fromlen)
+		*fromlen = msg.msg_namelen;
+	if (msg.msg_flags & MSG_TRUNC)
+		return -EMSGSIZE;
+	return n;
+}
+
+static void udp_send(ss_udp_relay_t *u, int fd, const uint8_t *p, size_t len,
+		     const struct sockaddr *to, socklen_t tolen)
+{
+	ssize_t n;
+
+	do
+		n = sendto(fd, p, len, MSG_NOSIGNAL, to, to ? tolen : 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		char why[96];
+		snprintf(why, sizeof(why), "sending failed: %s", strerror(errno));
+		udp_drop(u, to, why);
+	}
+}
+
+static socklen_t udp_salen(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+/* --- associations --- */
+
+static void udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	if (a->control) {
+		a->control->udp_assoc = NULL;
+		a->control = NULL;
+	}
+	ev_io_stop(u->loop, &a->io);
+	close(a->io.fd);
+	ss_udp_table_unlink(&u->table, &a->entry);
+	ss_udp_table_put(&u->table, &a->entry);
+}
+
+static void udp_arm_expiry(ss_udp_relay_t *u)
+{
+	ss_udp_entry_t *oldest = ss_udp_table_oldest(&u->table);
+
+	ev_timer_stop(u->loop, &u->expiry);
+	if (!oldest)
+		return;
+	ev_tstamp at = oldest->last_active + u->timeout - ev_now(u->loop);
+	ev_timer_set(&u->expiry, at > 0.01 ? at : 0.01, 0.);
+	ev_timer_start(u->loop, &u->expiry);
+}
+
+static void udp_expiry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	ss_udp_relay_t *u = w->data;
+	ss_udp_entry_t *e;
+	(void)revents;
+
+	while ((e = ss_udp_table_expired(&u->table, ev_now(loop), u->timeout))) {
+		char peer[SS_ADDR_STRLEN];
+		ss_debug("udp %s: association idle, closed",
+			 udp_peer((struct sockaddr *)&e->key, peer, sizeof(peer)));
+		u->stats.assoc_expired++;
+		udp_assoc_destroy(u, (ss_udp_assoc_t *)e);
+	}
+	udp_arm_expiry(u);
+}
+
+static void udp_outbound_cb(struct ev_loop *loop, ev_io *w, int revents);
+
+/* The socket an association sends from: clients connect it to their server;
+ * the server leaves it unconnected so any target can answer (full cone). */
+static int udp_assoc_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	struct ss_instance *inst = u->inst;
+	const ss_sockopts_t *o = &inst->outopts;
+	int fd;
+
+	if (u->client) {
+		const struct sockaddr *srv = (struct sockaddr *)&inst->servers[a->server];
+		fd = ss_sock_udp_open(srv->sa_family, o);
+		if (fd >= 0 && connect(fd, srv, inst->server_lens[a->server]) < 0) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		return fd;
+	}
+	if (o->bind4 && !o->bind6)
+		return ss_sock_udp_open(AF_INET, o);
+	fd = ss_sock_udp_open(AF_INET6, o);
+	if (fd == -EAFNOSUPPORT)
+		fd = ss_sock_udp_open(AF_INET, o);
+	return fd;
+}
+
+static ss_udp_assoc_t *udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *client,
+				     socklen_t clen, uint8_t listener)
+{
+	ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(&u->table, client, clen);
+	ev_tstamp now = ev_now(u->loop);
+	char peer[SS_ADDR_STRLEN];
+	int fd;
+
+	if (a) {
+		ss_udp_table_touch(&u->table, &a->entry, now);
+		return a;
+	}
+	if (u->table.count == u->table.max) {
+		ss_udp_assoc_t *old = (ss_udp_assoc_t *)ss_udp_table_oldest(&u->table);
+		ss_info("udp %s: association evicted: the table holds %zu",
+			udp_peer((struct sockaddr *)&old->entry.key, peer, sizeof(peer)),
+			u->table.max);
+		u->stats.assoc_evicted++;
+		udp_assoc_destroy(u, old);
+	}
+	a = (ss_udp_assoc_t *)ss_udp_table_add(&u->table, client, clen, now);
+	if (!a)
+		return NULL;
+	a->relay = u;
+	a->listener = listener;
+	a->server = u->inst->n_servers > 1 ? (uint8_t)(random() % u->inst->n_servers) : 0;
+	fd = udp_assoc_socket(u, a);
+	if (fd < 0) {
+		ss_warn("udp %s: cannot open a socket: %s", udp_peer(client, peer, sizeof(peer)),
+			strerror(-fd));
+		ss_udp_table_unlink(&u->table, &a->entry);
+		ss_udp_table_put(&u->table, &a->entry);
+		return NULL;
+	}
+	ev_io_init(&a->io, udp_outbound_cb, fd, EV_READ);
+	a->io.data = a;
+	ev_io_start(u->loop, &a->io);
+	u->stats.assoc_created++;
+	ss_debug("udp %s: new association", udp_peer(client, peer, sizeof(peer)));
+
+	/* ss-local: tie it to the SOCKS5 connection that asked for it. */
+	for (ss_conn_t **pp = &u->controls; *pp; pp = &(*pp)->udp_next) {
+		ss_conn_t *c = *pp;
+		struct sockaddr_storage want = c->peer;
+		if (c->target.port) {
+			if (want.ss_family == AF_INET)
+				((struct sockaddr_in *)&want)->sin_port = htons(c->target.port);
+			else
+				((struct sockaddr_in6 *)&want)->sin6_port = htons(c->target.port);
+		} else if (client->sa_family == AF_INET) {
+			((struct sockaddr_in *)&want)->sin_port =
+			    ((const struct sockaddr_in *)client)->sin_port;
+		} else {
+			((struct sockaddr_in6 *)&want)->sin6_port =
+			    ((const struct sockaddr_in6 *)client)->sin6_port;
+		}
+		if (want.ss_family == client->sa_family &&
+		    ss_udp_addr_equal((struct sockaddr *)&want, client)) {
+			*pp = c->udp_next;
+			c->udp_next = NULL;
+			c->udp_assoc = a;
+			a->control = c;
+			break;
+		}
+	}
+	if (!ev_is_active(&u->expiry))
+		udp_arm_expiry(u);
+	return a;
+}
+
+void ss_udp_control_add(ss_udp_relay_t *u, ss_conn_t *c)
+{
+	c->udp_assoc = NULL;
+	c->udp_next = u->controls;
+	u->controls = c;
+}
+
+void ss_udp_control_closed(ss_udp_relay_t *u, ss_conn_t *c)
+{
+	if (c->udp_assoc) {
+		ss_udp_assoc_t *a = c->udp_assoc;
+		a->control = NULL;
+		c->udp_assoc = NULL;
+		udp_assoc_destroy(u, a);
+		return;
+	}
+	for (ss_conn_t **pp = &u->controls; *pp; pp = &(*pp)->udp_next) {
+		if (*pp == c) {
+			*pp = c->udp_next;
+			break;
+		}
+	}
+	c->udp_next = NULL;
+}
+
+int ss_udp_bound_addr(ss_udp_relay_t *u, ss_conn_t *c, struct sockaddr_storage *out)
+{
+	socklen_t len = sizeof(*out);
+
+	if (!u->n_listeners)
+		return -ENOTCONN;
+	if (getsockname(u->listeners[0].io.fd, (struct sockaddr *)out, &len) < 0)
+		return -errno;
+	/* A wildcard listener: answer with the address the client reached us on. */
+	struct sockaddr_storage here;
+	socklen_t hlen = sizeof(here);
+	bool wild = out->ss_family == AF_INET
+			? ((struct sockaddr_in *)out)->sin_addr.s_addr == htonl(INADDR_ANY)
+			: IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)out)->sin6_addr);
+	if (wild && getsockname(c->side[SS_IN].fd, (struct sockaddr *)&here, &hlen) == 0) {
+		uint16_t port = out->ss_family == AF_INET ? ((struct sockaddr_in *)out)->sin_port
+							  : ((struct sockaddr_in6 *)out)->sin6_port;
+		*out = here;
+		if (out->ss_family == AF_INET)
+			((struct sockaddr_in *)out)->sin_port = port;
+		else
+			((struct sockaddr_in6 *)out)->sin6_port = port;
+	}
+	return 0;
+}
+
+/* --- client side: ss-local, ss-tunnel --- */
+
+/* A datagram from an application: seal it and send it to the server. */
+static void udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
+{
+	struct ss_instance *inst = u->inst;
+	const ss_method_t *m = inst->cfg->method;
+	struct sockaddr_storage from;
+	socklen_t fromlen = 0;
+	uint8_t *plain = u->buf + UDP_HEAD, *data;
+	size_t hdr = 0, plen;
+	ssize_t n;
+
+	if (u->socks5) {
+		/* [RSV RSV FRAG][address][data] lands with the address at plain. */
+		data = plain - 3;
+	} else {
+		hdr = ss_addr_encode(&inst->cfg->tunnel_addr, plain, SS_ADDR_MAX_ENCODED);
+		data = plain + hdr;
+	}
+	size_t cap = SS_UDP_BUF_SIZE - (size_t)(data - u->buf) - SS_AEAD_TAG_LEN;
+	n = udp_recv(l->io.fd, data, cap, &from, &fromlen);
+	if (n == -EAGAIN || n == -EWOULDBLOCK)
+		return;
+	if (n < 0) {
+		udp_drop(u, NULL, n == -EMSGSIZE ? "too large" : strerror((int)-n));
+		return;
+	}
+	u->stats.datagrams_in++;
+	if (inst->cfg->mtu && n > inst->cfg->mtu) {
+		udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
+		return;
+	}
+	if (u->socks5) {
+		ss_addr_t target;
+		size_t used;
+		if (n < 3 || ss_socks5_parse_udp(data, (size_t)n, &target, &used) != SS_OK) {
+			udp_drop(u, (struct sockaddr *)&from, "malformed SOCKS5 UDP header");
+			return;
+		}
+		if (data[2] != 0) {
+			udp_drop(u, (struct sockaddr *)&from, "fragmented SOCKS5 datagram");
+			return;
+		}
+		plen = (size_t)n - 3;
+	} else {
+		plen = hdr + (size_t)n;
+	}
+	ss_udp_assoc_t *a = udp_assoc_get(u, (struct sockaddr *)&from, fromlen, l->index);
+	if (!a) {
+		udp_drop(u, (struct sockaddr *)&from, "no association");
+		return;
+	}
+	if (a->control)
+		ss_conn_touch(a->control);
+	uint8_t *out = plain - m->salt_len;
+	long w = ss_aead_seal_packet(m, inst->be, &u->aead, inst->cfg->key, plain, plen, out,
+				     SS_UDP_BUF_SIZE - (size_t)(out - u->buf));
+	if (w < 0) {
+		udp_drop(u, (struct sockaddr *)&from, "sealing failed");
+		return;
+	}
+	udp_send(u, a->io.fd, out, (size_t)w, NULL, 0);
+}
+
+/* A datagram from the server: open it and hand it to the application. */
+static void udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	struct ss_instance *inst = u->inst;
+	const ss_method_t *m = inst->cfg->method;
+	const struct sockaddr *client = (struct sockaddr *)&a->entry.key;
+	uint8_t *wire = u->buf + UDP_HEAD - m->salt_len, *plain;
+	ss_addr_t src;
+	size_t used;
+	ssize_t n;
+	long plen;
+
+	n = udp_recv(a->io.fd, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), NULL, NULL);
+	if (n == -EAGAIN || n == -EWOULDBLOCK)
+		return;
+	if (n < 0) {
+		if (n == -EMSGSIZE)
+			udp_drop(u, client, "answer too large");
+		return; /* ICMP errors from the server's side: nothing to tell */
+	}
+	plen = ss_aead_open_packet(m, inst->be, &u->aead, inst->cfg->key, wire, (size_t)n, &plain);
+	if (plen < 0) {
+		udp_drop(u, client, "answer from the server failed to decrypt");
+		return;
+	}
+	if (ss_addr_parse(plain, (size_t)plen, &src, &used) != SS_OK) {
+		udp_drop(u, client, "answer from the server has a bad address header");
+		return;
+	}
+	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
+	if (a->control)
+		ss_conn_touch(a->control);
+	u->stats.datagrams_out++;
+	int lfd = u->listeners[a->listener].io.fd;
+	if (u->socks5) {
+		uint8_t *p = plain - 3;
+		p[0] = p[1] = p[2] = 0;
+		udp_send(u, lfd, p, (size_t)plen + 3, client, a->entry.key_len);
+	} else {
+		udp_send(u, lfd, plain + used, (size_t)plen - used, client, a->entry.key_len);
+	}
+}
+
+/* --- server side --- */
+
+static void udp_server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *data, size_t len,
+			    const struct sockaddr *to)
+{
+	struct sockaddr_in6 mapped;
+	int family;
+	socklen_t flen = sizeof(family);
+
+	/* A dual-stack socket reaches IPv4 targets through mapped addresses. */
+	if (to->sa_family == AF_INET &&
+	    getsockopt(a->io.fd, SOL_SOCKET, SO_DOMAIN, &family, &flen) == 0 &&
+	    family == AF_INET6) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)to;
+		memset(&mapped, 0, sizeof(mapped));
+		mapped.sin6_family = AF_INET6;
+		mapped.sin6_port = in->sin_port;
+		mapped.sin6_addr.s6_addr[10] = mapped.sin6_addr.s6_addr[11] = 0xff;
+		memcpy(&mapped.sin6_addr.s6_addr[12], &in->sin_addr, 4);
+		to = (struct sockaddr *)&mapped;
+	}
+	udp_send(u, a->io.fd, data, len, to, udp_salen(to));
+}
+
+static void udp_dns_done(void *arg, int status, const struct sockaddr *sa, socklen_t len)
+{
+	ss_udp_dns_t *d = arg;
+	ss_udp_relay_t *u = d->relay;
+
+	d->resolving = false;
+	if (!u->ready)
+		return;
+	if (status < 0) {
+		d->failed = true;
+		d->expires = ev_now(u->loop) + 5.0;
+	} else {
+		memcpy(&d->addr, sa, len);
+		d->addr_len = len;
+		d->failed = false;
+		d->expires = ev_now(u->loop) + UDP_DNS_TTL;
+	}
+	if (!d->pending)
+		return;
+	ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(
+	    &u->table, (struct sockaddr *)&d->pending_client, sizeof(d->pending_client));
+	if (status < 0 || !a) {
+		udp_drop(u, (struct sockaddr *)&d->pending_client,
+			 status < 0 ? "target name does not resolve" : "association gone");
+	} else {
+		struct sockaddr_storage to = d->addr;
+		if (to.ss_family == AF_INET)
+			((struct sockaddr_in *)&to)->sin_port = htons(d->pending_port);
+		else
+			((struct sockaddr_in6 *)&to)->sin6_port = htons(d->pending_port);
+		udp_server_send(u, a, d->pending, d->pending_len, (struct sockaddr *)&to);
+	}
+	d->pending = NULL;
+}
+
+/* Sends to a named target: from the cache, or once the name resolves. */
+static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *t,
+				  const uint8_t *data, size_t len)
+{
+	ev_tstamp now = ev_now(u->loop);
+	ss_udp_dns_t *d = NULL, *victim = NULL;
+	const struct sockaddr *client = (struct sockaddr *)&a->entry.key;
+
+	for (size_t i = 0; i < SS_UDP_DNS_SLOTS; i++) {
+		ss_udp_dns_t *e = &u->dns[i];
+		if (e->name[0] && strcmp(e->name, t->domain) == 0) {
+			d = e;
+			break;
+		}
+		if (!e->resolving && (!victim || e->expires < victim->expires))
+			victim = e;
+	}
+	if (d && !d->resolving && d->expires > now) {
+		if (d->failed) {
+			udp_drop(u, client, "target name does not resolve");
+			return;
+		}
+		struct sockaddr_storage to = d->addr;
+		if (to.ss_family == AF_INET)
+			((struct sockaddr_in *)&to)->sin_port = htons(t->port);
+		else
+			((struct sockaddr_in6 *)&to)->sin6_port = htons(t->port);
+		udp_server_send(u, a, data, len, (struct sockaddr *)&to);
+		return;
+	}
+	if (d && d->resolving) {
+		udp_drop(u, client, "target name still resolving");
+		return;
+	}
+	if (!d)
+		d = victim;
+	if (!d) {
+		udp_drop(u, client, "too many names resolving");
+		return;
+	}
+	size_t slot = (size_t)(d - u->dns);
+	strcpy(d->name, t->domain);
+	d->relay = u;
+	d->resolving = true;
+	d->pending = u->pending_area + slot * SS_UDP_BUF_SIZE;
+	memcpy(d->pending, data, len);
+	d->pending_len = len;
+	d->pending_port = t->port;
+	memcpy(&d->pending_client, client, a->entry.key_len);
+	ss_resolver_lookup(&u->inst->resolver, &d->req, d->name, t->port, udp_dns_done, d);
+}
+
+/* A datagram from a client: open it and send the payload to its target. */
+static void udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
+{
+	struct ss_instance *inst = u->inst;
+	const ss_method_t *m = inst->cfg->method;
+	struct sockaddr_storage from;
+	socklen_t fromlen = 0;
+	uint8_t *wire = u->buf + UDP_HEAD - m->salt_len, *plain;
+	ss_addr_t target;
+	size_t used;
+	ssize_t n;
+	long plen;
+
+	n = udp_recv(l->io.fd, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), &from, &fromlen);
+	if (n == -EAGAIN || n == -EWOULDBLOCK)
+		return;
+	if (n < 0) {
+		udp_drop(u, NULL, n == -EMSGSIZE ? "too large" : strerror((int)-n));
+		return;
+	}
+	u->stats.datagrams_in++;
+	plen = ss_aead_open_packet(m, inst->be, &u->aead, inst->cfg->key, wire, (size_t)n, &plain);
+	if (plen < 0) {
+		udp_drop(u, (struct sockaddr *)&from, "failed to decrypt");
+		return;
+	}
+	if (ss_replay_check_add(&inst->replay, wire, m->salt_len)) {
+		udp_drop(u, (struct sockaddr *)&from, "repeated salt, possible replay");
+		return;
+	}
+	if (ss_addr_parse(plain, (size_t)plen, &target, &used) != SS_OK) {
+		udp_drop(u, (struct sockaddr *)&from, "bad address header");
+		return;
+	}
+	if (inst->cfg->mtu && plen - (long)used > inst->cfg->mtu) {
+		udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
+		return;
+	}
+	ss_udp_assoc_t *a = udp_assoc_get(u, (struct sockaddr *)&from, fromlen, l->index);
+	if (!a) {
+		udp_drop(u, (struct sockaddr *)&from, "no association");
+		return;
+	}
+	const uint8_t *data = plain + used;
+	size_t dlen = (size_t)plen - used;
+	if (target.atyp == SS_ATYP_DOMAIN) {
+		udp_server_send_named(u, a, &target, data, dlen);
+		return;
+	}
+	struct sockaddr_storage to;
+	socklen_t tolen;
+	ss_addr_to_sockaddr(&target, &to, &tolen);
+	udp_server_send(u, a, data, dlen, (struct sockaddr *)&to);
+}
+
+/* An answer from a target: wrap it with the target's address, seal it and
+ * send it to the client. */
+static void udp_server_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	struct ss_instance *inst = u->inst;
+	const ss_method_t *m = inst->cfg->method;
+	struct sockaddr_storage from;
+	socklen_t fromlen = 0;
+	uint8_t *data = u->buf + UDP_HEAD;
+	ss_addr_t src;
+	ssize_t n;
+
+	n = udp_recv(a->io.fd, data, SS_UDP_BUF_SIZE - UDP_HEAD - SS_AEAD_TAG_LEN, &from, &fromlen);
+	if (n == -EAGAIN || n == -EWOULDBLOCK)
+		return;
+	if (n < 0) {
+		if (n == -EMSGSIZE)
+			udp_drop(u, (struct sockaddr *)&a->entry.key, "answer too large");
+		return; /* ICMP errors: the target's side of the story, nothing to do */
+	}
+	if (inst->cfg->mtu && n > inst->cfg->mtu) {
+		udp_drop(u, (struct sockaddr *)&a->entry.key, "answer larger than --mtu");
+		return;
+	}
+	if (ss_addr_from_sockaddr(&src, (struct sockaddr *)&from) < 0)
+		return;
+	uint8_t hdr[SS_ADDR_MAX_ENCODED];
+	size_t hlen = ss_addr_encode(&src, hdr, sizeof(hdr));
+	uint8_t *plain = data - hlen, *out = plain - m->salt_len;
+	memcpy(plain, hdr, hlen);
+	long w = ss_aead_seal_packet(m, inst->be, &u->aead, inst->cfg->key, plain, hlen + (size_t)n,
+				     out, SS_UDP_BUF_SIZE - (size_t)(out - u->buf));
+	if (w < 0) {
+		udp_drop(u, (struct sockaddr *)&a->entry.key, "sealing failed");
+		return;
+	}
+	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
+	u->stats.datagrams_out++;
+	udp_send(u, u->listeners[a->listener].io.fd, out, (size_t)w,
+		 (struct sockaddr *)&a->entry.key, a->entry.key_len);
+}
+
+/* --- watchers --- */
+
+#define UDP_BATCH 32 /* datagrams per wake-up */
+
+static void udp_listener_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	ss_udp_listener_t *l = (ss_udp_listener_t *)w;
+	ss_udp_relay_t *u = l->relay;
+	(void)loop;
+	(void)revents;
+
+	for (int i = 0; i < UDP_BATCH; i++) {
+		uint64_t before = u->stats.datagrams_in + u->stats.dropped;
+		if (u->client)
+			udp_client_inbound(u, l);
+		else
+			udp_server_inbound(u, l);
+		if (u->stats.datagrams_in + u->stats.dropped == before)
+			break; /* nothing more to read */
+	}
+}
+
+static void udp_outbound_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	ss_udp_assoc_t *a = w->data;
+	ss_udp_relay_t *u = a->relay;
+	(void)loop;
+	(void)revents;
+
+	for (int i = 0; i < UDP_BATCH; i++) {
+		uint64_t before = u->stats.datagrams_out + u->stats.dropped;
+		if (u->client)
+			udp_client_outbound(u, a);
+		else
+			udp_server_outbound(u, a);
+		if (u->stats.datagrams_out + u->stats.dropped == before)
+			break;
+	}
+}
+
+int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, char *err, size_t errlen)
+{
+	const ss_config_t *cfg = inst->cfg;
+	size_t max = (size_t)cfg->udp_max_assoc;
+	int rc;
+
+	memset(u, 0, sizeof(*u));
+	u->inst = inst;
+	u->loop = inst->loop;
+	u->client = cfg->prog != SS_PROG_SERVER;
+	u->socks5 = cfg->prog == SS_PROG_LOCAL;
+	u->timeout = cfg->udp_timeout > 0 ? cfg->udp_timeout : 60;
+	rc = ss_udp_table_init(&u->table, sizeof(ss_udp_assoc_t), max);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot reserve %zu UDP associations", max);
+		return rc;
+	}
+	u->buf = mmap(NULL, SS_UDP_BUF_SIZE * (1 + SS_UDP_DNS_SLOTS), PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (u->buf == MAP_FAILED) {
+		u->buf = NULL;
+		ss_udp_table_free(&u->table);
+		snprintf(err, errlen, "cannot reserve UDP buffers");
+		return -ENOMEM;
+	}
+	u->pending_area = u->buf + SS_UDP_BUF_SIZE;
+	rc = inst->be->aead_init(&u->aead, cfg->method->alg);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot set up the UDP cipher state");
+		munmap(u->buf, SS_UDP_BUF_SIZE * (1 + SS_UDP_DNS_SLOTS));
+		ss_udp_table_free(&u->table);
+		return rc;
+	}
+	ev_init(&u->expiry, udp_expiry_cb);
+	u->expiry.data = u;
+	u->ready = true;
+	return 0;
+}
+
+int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len, char *err,
+		  size_t errlen)
+{
+	char where[SS_ADDR_STRLEN];
+	int fd;
+
+	if (u->n_listeners == SS_ARRAY_LEN(u->listeners)) {
+		snprintf(err, errlen, "too many UDP listen addresses");
+		return -EINVAL;
+	}
+	fd = ss_sock_udp_bind(addr, len, &u->inst->sockopts);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot listen on UDP %s: %s",
+			 ss_sockaddr_format(addr, where, sizeof(where)), strerror(-fd));
+		return fd;
+	}
+	ss_udp_listener_t *l = &u->listeners[u->n_listeners];
+	l->relay = u;
+	l->index = (uint8_t)u->n_listeners++;
+	ev_io_init(&l->io, udp_listener_cb, fd, EV_READ);
+	ev_io_start(u->loop, &l->io);
+	ss_notice("listening on UDP %s", ss_sockaddr_format(addr, where, sizeof(where)));
+	return 0;
+}
+
+void ss_udp_free(ss_udp_relay_t *u)
+{
+	ss_udp_entry_t *e;
+
+	if (!u->ready)
+		return;
+	while ((e = ss_udp_table_oldest(&u->table)))
+		udp_assoc_destroy(u, (ss_udp_assoc_t *)e);
+	for (ss_conn_t *c = u->controls; c; c = c->udp_next)
+		c->udp_assoc = NULL;
+	u->controls = NULL;
+	for (size_t i = 0; i < u->n_listeners; i++) {
+		ev_io_stop(u->loop, &u->listeners[i].io);
+		close(u->listeners[i].io.fd);
+	}
+	ev_timer_stop(u->loop, &u->expiry);
+	u->inst->be->aead_free(&u->aead);
+	munmap(u->buf, SS_UDP_BUF_SIZE * (1 + SS_UDP_DNS_SLOTS));
+	ss_udp_table_free(&u->table);
+	u->ready = false;
+}

@@ -1,0 +1,103 @@
+#ifndef SS_RELAY_UDP_H
+#define SS_RELAY_UDP_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "config/config.h"
+#include "crypto/primitives.h"
+#include "net/resolver.h"
+#include "relay/udp_table.h"
+
+/* The UDP relay of one instance. Clients (ss-local, ss-tunnel) take plain
+ * datagrams on their listening socket and send each, sealed, to the server
+ * from a socket of their own per client address; the server opens them and
+ * sends the payload to its target from one socket per client association
+ * (full cone), wrapping answers with the address they came from. One
+ * datagram is handled at a time, whole, in one buffer of the relay. */
+
+struct ss_instance;
+struct ss_conn;
+
+#define SS_UDP_BUF_SIZE (65536 + 1024)
+#define SS_UDP_DNS_SLOTS 64
+
+typedef struct ss_udp_assoc {
+	ss_udp_entry_t entry; /* first: key = the client's address */
+	struct ss_udp_relay *relay;
+	ev_io io;                /* the outbound socket */
+	uint8_t listener;        /* which listening socket the client talks to */
+	uint8_t server;          /* clients: the server this association uses */
+	struct ss_conn *control; /* ss-local: the SOCKS5 connection it belongs to */
+} ss_udp_assoc_t;
+
+typedef struct ss_udp_listener {
+	ev_io io;
+	struct ss_udp_relay *relay;
+	uint8_t index;
+} ss_udp_listener_t;
+
+/* Server: names of targets, resolved on the loop and kept for a short time;
+ * the first datagram to a name waits here for the answer. */
+typedef struct ss_udp_dns {
+	char name[256];
+	struct sockaddr_storage addr;
+	socklen_t addr_len;
+	ev_tstamp expires;
+	bool resolving;
+	bool failed;
+	ss_resolve_req_t req;
+	struct ss_udp_relay *relay;
+	uint8_t *pending; /* one datagram's payload, or NULL */
+	size_t pending_len;
+	uint16_t pending_port;
+	struct sockaddr_storage pending_client;
+} ss_udp_dns_t;
+
+typedef struct ss_udp_stats {
+	uint64_t datagrams_in;  /* from clients */
+	uint64_t datagrams_out; /* answers back to clients */
+	uint64_t dropped;
+	uint64_t assoc_created;
+	uint64_t assoc_expired;
+	uint64_t assoc_evicted;
+} ss_udp_stats_t;
+
+typedef struct ss_udp_relay {
+	struct ss_instance *inst;
+	struct ev_loop *loop;
+	bool client; /* ss-local / ss-tunnel */
+	bool socks5; /* ss-local: SOCKS5 UDP headers on the inbound side */
+	ss_udp_table_t table;
+	ss_udp_listener_t listeners[SS_MAX_SERVERS];
+	size_t n_listeners;
+	ev_timer expiry;
+	ev_tstamp timeout;
+	uint8_t *buf;
+	uint8_t *pending_area; /* SS_UDP_DNS_SLOTS datagrams, touched only when used */
+	ss_aead_t aead;
+	ss_udp_dns_t dns[SS_UDP_DNS_SLOTS];
+	struct ss_conn *controls; /* ss-local: UDP ASSOCIATE connections not yet matched */
+	ss_udp_stats_t stats;
+	bool ready;
+} ss_udp_relay_t;
+
+/* Reserves the table and buffers. 0 or -errno with err set. */
+int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, char *err, size_t errlen);
+/* Opens a listening UDP socket on addr. 0 or -errno with err set. */
+int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len, char *err,
+		  size_t errlen);
+/* Closes every association and socket. */
+void ss_udp_free(ss_udp_relay_t *u);
+
+/* ss-local: a SOCKS5 connection asked for UDP ASSOCIATE; the association of
+ * the first datagram from its client's address is tied to it, and ends with
+ * it. */
+void ss_udp_control_add(ss_udp_relay_t *u, struct ss_conn *c);
+void ss_udp_control_closed(ss_udp_relay_t *u, struct ss_conn *c);
+/* The address the relay listens on, as the client of c can reach it. */
+int ss_udp_bound_addr(ss_udp_relay_t *u, struct ss_conn *c, struct sockaddr_storage *out);
+
+#endif

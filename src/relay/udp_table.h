@@ -1,0 +1,63 @@
+#ifndef SS_RELAY_UDP_TABLE_H
+#define SS_RELAY_UDP_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "util/pool.h"
+
+/* The UDP association table: entries keyed by the client's address, found
+ * through a fixed hash, kept in least-recently-used order so that idle
+ * expiry and eviction both take from the tail. Entries come from a pool
+ * reserved at start-up; nothing is allocated per datagram. The table knows
+ * nothing of sockets: the caller embeds ss_udp_entry_t first in its own
+ * association and releases what it holds when told an entry goes. */
+
+typedef struct ss_udp_entry {
+	void *pool_link; /* first: the pool's free list writes here */
+	struct ss_udp_entry *hnext;
+	struct ss_udp_entry *prev, *next; /* LRU: head is the most recent */
+	struct sockaddr_storage key;
+	socklen_t key_len;
+	uint32_t hash;
+	double last_active;
+} ss_udp_entry_t;
+
+typedef struct ss_udp_table {
+	ss_pool_t pool;
+	ss_udp_entry_t **buckets;
+	size_t nbuckets; /* power of two */
+	size_t count;
+	size_t max;
+	ss_udp_entry_t *head, *tail;
+	uint64_t seed[2];
+} ss_udp_table_t;
+
+/* Room for max entries of entry_size bytes (>= sizeof(ss_udp_entry_t)).
+ * 0 or -ENOMEM. */
+int ss_udp_table_init(ss_udp_table_t *t, size_t entry_size, size_t max);
+void ss_udp_table_free(ss_udp_table_t *t);
+
+ss_udp_entry_t *ss_udp_table_find(ss_udp_table_t *t, const struct sockaddr *key, socklen_t key_len);
+/* A new entry for key, most recent, with last_active = now; NULL when the
+ * table is full (the caller evicts ss_udp_table_oldest first). The bytes
+ * after the ss_udp_entry_t are zero. */
+ss_udp_entry_t *ss_udp_table_add(ss_udp_table_t *t, const struct sockaddr *key, socklen_t key_len,
+				 double now);
+/* The least recently used entry, or NULL when empty. */
+ss_udp_entry_t *ss_udp_table_oldest(ss_udp_table_t *t);
+/* Marks activity: moves e to the head. */
+void ss_udp_table_touch(ss_udp_table_t *t, ss_udp_entry_t *e, double now);
+/* Unlinks e (it stays valid until ss_udp_table_put). */
+void ss_udp_table_unlink(ss_udp_table_t *t, ss_udp_entry_t *e);
+/* Returns an unlinked entry to the pool. */
+void ss_udp_table_put(ss_udp_table_t *t, ss_udp_entry_t *e);
+/* The least recently used entry if it has been idle for timeout seconds at
+ * now, else NULL. */
+ss_udp_entry_t *ss_udp_table_expired(ss_udp_table_t *t, double now, double timeout);
+/* Same keys, including the port (IPv4-mapped IPv6 equals IPv4). */
+bool ss_udp_addr_equal(const struct sockaddr *a, const struct sockaddr *b);
+
+#endif
