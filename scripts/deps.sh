@@ -4,7 +4,7 @@
 set -e
 PKGS="make cmake gcc pkg-config libev-dev libc-ares-dev libsodium-dev libmbedtls-dev
 libpcre2-dev libssl-dev libcjson-dev libcmocka-dev python3 python3-pytest shadowsocks-libev
-curl"
+curl v2ray"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -236,12 +236,17 @@ static void pump_shut(ss_conn_t *c, int d)
 
 	ss_conn_want(c, d, EV_READ, false);
 	ss_conn_want(c, !d, EV_WRITE, false);
+	if (c->dir[!d].shut) {
+		/* Both ways are done and every byte was read: the close sends
+		 * the last FIN, no shutdown needed. */
+		dir->shut = true;
+		ss_conn_close(c, NULL);
+		return;
+	}
 	if (!dir->shut) {
 		shutdown(c->side[!d].fd, SHUT_WR);
 		dir->shut = true;
 	}
-	if (c->dir[!d].shut)
-		ss_conn_close(c, NULL);
 }
 
 void ss_pump(ss_conn_t *c, int d)
