@@ -6,14 +6,16 @@ For each method and each implementation this starts, per run,
     ssload send --> ss-tunnel --> ss-server --> ssload sink        (upload)
     ssload send <-- ss-tunnel <-- ss-server <-- ssload sink        (download)
     ssload rr  <--> ss-tunnel <--> ss-server <--> ssload sink --echo (rr: short connections)
+    ssload udp-send <--> ss-tunnel -u <--> ss-server -u <--> ssload udp-echo        (udp)
 
 and measures, over the transfer only, the CPU time (utime + stime from /proc/PID/stat) of each relay
 process, the wall time, and the peak RSS (VmHWM) of each relay. Runs alternate between the
 implementations (ours, libev, ours, libev, ...) and the report gives medians, the ratio ours/libev
 and a note where the runs spread too much to be trusted.
 
-CPU seconds per GB (10^9 bytes) is the primary figure: on a small machine the load tool and both
-relays share the cores, so throughput depends on scheduling much more than CPU per byte does.
+CPU seconds per GB (10^9 bytes) is the primary figure (CPU µs per datagram for udp): on a small
+machine the load tool and both relays share the cores, so throughput depends on scheduling much more
+than CPU per byte does.
 
 Standard library only; run with /usr/bin/python3. See README.md.
 """
@@ -41,7 +43,10 @@ GB = 1e9
 MIB = 1 << 20
 LOOPBACK = "127.0.0.1"
 DEFAULT_METHODS = "aes-256-gcm,chacha20-ietf-poly1305"
-SCENARIOS = ("upload", "download", "rr")
+SCENARIOS = ("upload", "download", "rr", "udp")
+UDP_MAX = 65507  # the largest UDP payload over IPv4
+DEFAULT_UDP_COUNT = 30000
+UDP_FAIL_LOSS = 0.05  # a udp run that loses more than this fraction is a failure, not a figure
 
 
 class BenchError(Exception):
@@ -104,14 +109,38 @@ def listening_ports():
     return ports
 
 
-def free_ports(n):
+def bound_udp_ports():
+    ports = set()
+    for table in ("/proc/net/udp", "/proc/net/udp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    ports.add(int(line.split()[1].rsplit(":", 1)[1], 16))
+        except FileNotFoundError:
+            pass
+    return ports
+
+
+def free_ports(n, udp=False):
+    """n ports free on 127.0.0.1 for TCP (and for UDP too if udp)."""
     socks, ports = [], []
     try:
-        for _ in range(n):
-            s = socket.socket()
+        while len(ports) < n:
+            if len(socks) > 4 * n + 50:
+                raise BenchError("no free port found for both TCP and UDP")
+            s = socket.socket(type=socket.SOCK_DGRAM if udp else socket.SOCK_STREAM)
             s.bind((LOOPBACK, 0))
             socks.append(s)
-            ports.append(s.getsockname()[1])
+            port = s.getsockname()[1]
+            if udp:
+                t = socket.socket()
+                socks.append(t)
+                try:
+                    t.bind((LOOPBACK, port))
+                except OSError:
+                    continue
+            ports.append(port)
     finally:
         for s in socks:
             s.close()
@@ -238,13 +267,15 @@ def read_json_line(p, buf, timeout, what):
     return json.loads(line)
 
 
-def wait_listening(ports, procs, timeout):
+def wait_listening(ports, procs, timeout, udp_ports=()):
     deadline = time.monotonic() + timeout
     while True:
         for name, p in procs.items():
             if p.poll() is not None:
                 raise BenchError(f"{name} exited with status {p.returncode} at start-up")
         missing = set(ports) - listening_ports()
+        if udp_ports:
+            missing |= set(udp_ports) - bound_udp_ports()
         if not missing:
             return
         if time.monotonic() > deadline:
@@ -260,8 +291,121 @@ class Impl:
         self.name, self.server, self.tunnel = name, server, tunnel
 
 
+def run_client(argv, cfg, logdir):
+    """Runs the load tool to its end; returns its last JSON line."""
+    with open(os.path.join(logdir, "client.log"), "wb") as log:
+        log.write(("$ " + shlex.join(argv) + "\n").encode())
+        log.flush()
+        try:
+            res = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log,
+                                 timeout=cfg.timeout + 15,
+                                 preexec_fn=_child_setup(cfg.pin.get("client")))
+        except subprocess.TimeoutExpired:
+            raise BenchError(f"the load tool did not finish within {cfg.timeout + 15} s")
+        log.write(res.stdout)
+    lines = res.stdout.decode(errors="replace").strip().splitlines()
+    if not lines:
+        raise BenchError(f"the load tool printed nothing (status {res.returncode})")
+    return json.loads(lines[-1])
+
+
+def run_udp_once(impl, method, cfg, logdir):
+    """One measured udp run: udp-send -> ss-tunnel -u -> ss-server -u -> udp-echo and back."""
+    procs = Procs(logdir)
+    try:
+        password = secrets.token_hex(16)
+        echo = procs.start(
+            "udp-echo",
+            [cfg.ssload, "udp-echo", "--listen", f"{LOOPBACK}:0", "--timeout",
+             str(cfg.timeout + 60)],
+            pipe_stdout=True,
+            cpus=cfg.pin.get("sink"),
+        )
+        echo_port = read_json_line(echo, [b""], 10, "udp-echo")["port"]
+
+        server_port, tunnel_port = free_ports(2, udp=True)
+        server = procs.start(
+            "ss-server",
+            [impl.server, "-u", "-s", LOOPBACK, "-p", str(server_port), "-k", password,
+             "-m", method] + cfg.server_args,
+            cpus=cfg.pin.get("server"),
+        )
+        tunnel = procs.start(
+            "ss-tunnel",
+            [impl.tunnel, "-u", "-s", LOOPBACK, "-p", str(server_port), "-b", LOOPBACK,
+             "-l", str(tunnel_port), "-L", f"{LOOPBACK}:{echo_port}", "-k", password,
+             "-m", method] + cfg.tunnel_args,
+            cpus=cfg.pin.get("tunnel"),
+        )
+        relays = {"ss-tunnel": tunnel, "ss-server": server}
+        wait_listening([server_port, tunnel_port], relays, 10,
+                       udp_ports=[server_port, tunnel_port])
+        time.sleep(cfg.settle)
+
+        cpu0 = {name: proc_cpu(p.pid) for name, p in relays.items()}
+        client = run_client(
+            [cfg.ssload, "udp-send", "--connect", f"{LOOPBACK}:{tunnel_port}",
+             "--count", str(cfg.udp_count), "--size", str(cfg.udp_size),
+             "--window", str(cfg.udp_window), "--clients", str(cfg.udp_clients),
+             "--loss-after", str(cfg.udp_loss_after), "--timeout", str(cfg.timeout)],
+            cfg, logdir)
+        cpu1 = {name: proc_cpu(p.pid) for name, p in relays.items()}
+        hwm = {name: proc_status_kb(p.pid, "VmHWM") for name, p in relays.items()}
+        for name, p in relays.items():
+            if p.poll() is not None:
+                raise BenchError(f"{name} exited with status {p.returncode} during the run")
+
+        # the echo's own counts tell on which leg the lost datagrams went missing
+        echo.send_signal(signal.SIGTERM)
+        try:
+            echo.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            raise BenchError("udp-echo did not end within 10 s of SIGTERM")
+        summary = None
+        for line in echo.stdout.read().decode(errors="replace").splitlines():
+            if '"summary"' in line:
+                summary = json.loads(line)
+        if summary is None:
+            raise BenchError("no summary from udp-echo")
+
+        if "sent" not in client:
+            raise BenchError(f"the load tool failed: {client.get('error', client)}")
+        if client["corrupt"]:
+            raise BenchError(f"{client['corrupt']} datagram(s) came back altered: "
+                             f"{client.get('error', '')}")
+        if client.get("error") or client["sent"] != cfg.udp_count:
+            raise BenchError(f"the load tool failed: {client.get('error', client)}")
+        if client["lost"] > cfg.udp_count * UDP_FAIL_LOSS:
+            raise BenchError(f"{client['lost']} of {cfg.udp_count} datagrams lost "
+                             f"({summary['rx']} reached the target)")
+
+        cpu = {name: cpu1[name] - cpu0[name] for name in relays}
+        tool_cpu = (client["cpu_user"] + client["cpu_sys"] + summary["cpu_user"] +
+                    summary["cpu_sys"])
+        return {
+            "impl": impl.name,
+            "method": method,
+            "scenario": "udp",
+            "seconds": client["seconds"],
+            "cpu_s": cpu,
+            "hwm_kib": hwm,
+            "tool_cpu_s": tool_cpu,
+            "datagrams": cfg.udp_count,
+            "received": client["received"],
+            "lost": client["lost"],
+            "lost_to_target": cfg.udp_count - summary["rx"],
+            "late": client["late"],
+            "datagrams_per_s": client["datagrams_per_s"],
+            "latency_us": client["latency_us"],
+        }
+    finally:
+        procs.stop_all()
+
+
 def run_once(impl, method, scenario, cfg, logdir):
     """One measured run; returns a dict of raw figures. Raises BenchError."""
+    if scenario == "udp":
+        return run_udp_once(impl, method, cfg, logdir)
     procs = Procs(logdir)
     try:
         password = secrets.token_hex(16)
@@ -312,20 +456,7 @@ def run_once(impl, method, scenario, cfg, logdir):
         cpu0 = {name: proc_cpu(p.pid) for name, p in relays.items()}
         argv = [cfg.ssload] + client_argv[:1] + ["--connect", f"{LOOPBACK}:{tunnel_port}"]
         argv += client_argv[1:]
-        with open(os.path.join(logdir, "client.log"), "wb") as log:
-            log.write(("$ " + shlex.join(argv) + "\n").encode())
-            log.flush()
-            try:
-                res = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log,
-                                     timeout=cfg.timeout + 15,
-                                     preexec_fn=_child_setup(cfg.pin.get("client")))
-            except subprocess.TimeoutExpired:
-                raise BenchError(f"the load tool did not finish within {cfg.timeout + 15} s")
-            log.write(res.stdout)
-        lines = res.stdout.decode(errors="replace").strip().splitlines()
-        if not lines:
-            raise BenchError(f"the load tool printed nothing (status {res.returncode})")
-        client = json.loads(lines[-1])
+        client = run_client(argv, cfg, logdir)
         # The sink quits once its side of every connection has ended, which is when the relays
         # have delivered everything (the client may see its end earlier: libev closes both legs
         # at the first EOF).
@@ -407,6 +538,12 @@ def figures(run):
                  total_cpu=total / n * 1e6, rate=run["conns_per_s"],
                  latency_p50=run["latency_us"]["p50"], latency_p99=run["latency_us"]["p99"],
                  tool_cpu=run["tool_cpu_s"] / n * 1e6)
+    elif run["scenario"] == "udp":
+        n = run["datagrams"]
+        f.update(tunnel_cpu=cpu["ss-tunnel"] / n * 1e6, server_cpu=cpu["ss-server"] / n * 1e6,
+                 total_cpu=total / n * 1e6, rate=run["datagrams_per_s"],
+                 latency_p50=run["latency_us"]["p50"], latency_p99=run["latency_us"]["p99"],
+                 tool_cpu=run["tool_cpu_s"] / n * 1e6, lost=run["lost"])
     else:
         gb = run["bytes"] / GB
         f.update(tunnel_cpu=cpu["ss-tunnel"] / gb, server_cpu=cpu["ss-server"] / gb,
@@ -417,6 +554,8 @@ def figures(run):
 def figure_labels(scenario):
     if scenario == "rr":
         cpu, rate = "CPU µs/conn", "connections/s"
+    elif scenario == "udp":
+        cpu, rate = "CPU µs/datagram", "datagrams/s"
     else:
         cpu, rate = "CPU s/GB", "throughput MB/s"
     labels = [
@@ -425,8 +564,10 @@ def figure_labels(scenario):
         ("total_cpu", f"**relays {cpu}** (tunnel + server)"),
         ("rate", rate),
     ]
-    if scenario == "rr":
+    if scenario in ("rr", "udp"):
         labels += [("latency_p50", "latency p50 µs"), ("latency_p99", "latency p99 µs")]
+    if scenario == "udp":
+        labels += [("lost", "datagrams lost (all runs)")]
     labels += [
         ("tunnel_rss_mib", "ss-tunnel peak RSS MiB"),
         ("server_rss_mib", "ss-server peak RSS MiB"),
@@ -436,6 +577,7 @@ def figure_labels(scenario):
 
 
 NOISE_FIGURES = ("total_cpu", "rate")
+SUM_FIGURES = ("lost",)  # shown as the total over the runs, not a median
 
 
 def summarize(runs, impls, methods, scenarios, noise_limit):
@@ -451,11 +593,23 @@ def summarize(runs, impls, methods, scenarios, noise_limit):
                 failed = sum(1 for r in runs
                              if r["impl"] == impl and r["method"] == method and
                              r["scenario"] == scenario and "error" in r)
-                entry = {"runs": len(mine), "failed": failed, "median": {}, "spread": {}}
+                entry = {"runs": len(mine), "failed": failed, "median": {}, "spread": {},
+                         "sum": {}}
                 for key in mine[0] if mine else []:
                     values = [f[key] for f in mine]
+                    if key in SUM_FIGURES:
+                        entry["sum"][key] = sum(values)
+                        continue
                     entry["median"][key] = median(values)
                     entry["spread"][key] = spread(values)
+                lost = entry["sum"].get("lost")
+                if lost:
+                    lost_out = sum(r["lost_to_target"] for r in runs
+                                   if r["impl"] == impl and r["method"] == method and
+                                   r["scenario"] == scenario and "error" not in r)
+                    group["notes"].append(
+                        f"{impl}: {lost} datagram(s) lost in {len(mine)} run(s), {lost_out} of "
+                        f"them on the way to the target")
                 for key in NOISE_FIGURES:
                     s = entry["spread"].get(key)
                     if s is not None and s > noise_limit:
@@ -490,6 +644,10 @@ def fmt(value, key, scenario=None):
         return "-"
     if key == "ratio":
         return f"{value:.2f}"
+    if key in SUM_FIGURES:
+        return f"{value:.0f}"
+    if scenario == "udp" and key.endswith("_cpu"):
+        return f"{value:.1f}"
     if key in ("rate", "latency_p50", "latency_p99") or key.endswith("_cpu") and (
             scenario == "rr" or value >= 100):
         return f"{value:.0f}"
@@ -498,20 +656,33 @@ def fmt(value, key, scenario=None):
     return f"{value:.3f}" if value < 10 else f"{value:.2f}"
 
 
+OVERVIEW_UNITS = {"rr": ("µs/conn", "conn/s"), "udp": ("µs/dgram", "dgram/s")}
+
+
 def markdown(groups, impls, cfg, machine):
     out = []
     out.append("# Relay benchmark: ss-tunnel -> ss-server on loopback\n")
+    tests = []
+    if {"upload", "download"} & set(cfg.scenario_list):
+        tests.append(f"{human_bytes(cfg.bytes)} per transfer over {cfg.conns} connection(s)")
+    if "rr" in cfg.scenario_list:
+        tests.append(f"rr: {cfg.rr_count} connections of {cfg.rr_size} bytes each way, "
+                     f"{cfg.rr_conns} at a time")
+    if "udp" in cfg.scenario_list:
+        tests.append(f"udp: {cfg.udp_count} datagrams of {cfg.udp_size} bytes echoed back, at "
+                     f"most {cfg.udp_window} in flight per client, {cfg.udp_clients} client "
+                     f"socket(s); CPU per datagram covers its round trip (each relay handles it "
+                     f"twice)")
     out.append(
         f"{machine['cpus']} CPUs ({machine['cpu_model']}), Linux {machine['kernel']}. "
-        f"{human_bytes(cfg.bytes)} per transfer over {cfg.conns} connection(s); rr: "
-        f"{cfg.rr_count} connections of {cfg.rr_size} bytes each way, {cfg.rr_conns} at a time. "
+        + "; ".join(tests) + ". "
         f"{cfg.repeat} run(s) per implementation, alternating; medians shown. "
         f"GB = 10^9 bytes. CPU = utime + stime of the relay process over the transfer. "
         f"CPU affinity: {pin_text(cfg.pin)}.\n")
     if machine["cpus"] <= 2:
         out.append(
-            "The load tool and both relays share the CPUs: CPU per byte (or per connection) "
-            "is the figure to compare; throughput depends on scheduling.\n")
+            "The load tool and both relays share the CPUs: CPU per byte (or per connection, "
+            "per datagram) is the figure to compare; throughput depends on scheduling.\n")
     if "ours" in impls and "libev" in impls:
         out.append("## Overview (ours / libev: below 1 means ours uses less CPU)\n")
         out.append("| method | test | relays CPU ours | relays CPU libev | CPU ours/libev "
@@ -519,8 +690,7 @@ def markdown(groups, impls, cfg, machine):
         out.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
         for g in groups:
             a, b = g["impls"]["ours"]["median"], g["impls"]["libev"]["median"]
-            unit = "µs/conn" if g["scenario"] == "rr" else "s/GB"
-            runit = "conn/s" if g["scenario"] == "rr" else "MB/s"
+            unit, runit = OVERVIEW_UNITS.get(g["scenario"], ("s/GB", "MB/s"))
             r = g["ratio"]
             out.append(
                 f"| {g['method']} | {g['scenario']} "
@@ -533,7 +703,9 @@ def markdown(groups, impls, cfg, machine):
     for g in groups:
         what = {"upload": f"upload, {human_bytes(cfg.bytes)} client -> target",
                 "download": f"download, {human_bytes(cfg.bytes)} target -> client",
-                "rr": f"rr, {cfg.rr_count} short connections"}[g["scenario"]]
+                "rr": f"rr, {cfg.rr_count} short connections",
+                "udp": f"udp, {cfg.udp_count} datagrams of {cfg.udp_size} bytes echoed"
+                }[g["scenario"]]
         runs = ", ".join(f"{i}: {g['impls'][i]['runs']} run(s)" for i in impls)
         out.append(f"## {g['method']}, {what} ({runs})\n")
         header = "| figure | " + " | ".join(impls)
@@ -544,9 +716,10 @@ def markdown(groups, impls, cfg, machine):
         out.append(header + " |")
         out.append(rule)
         for key, label in figure_labels(g["scenario"]):
-            cells = [fmt(g["impls"][i]["median"].get(key), key, g["scenario"]) for i in impls]
+            source = "sum" if key in SUM_FIGURES else "median"
+            cells = [fmt(g["impls"][i][source].get(key), key, g["scenario"]) for i in impls]
             if g["ratio"]:
-                cells.append(fmt(g["ratio"].get(key), "ratio"))
+                cells.append("" if key in SUM_FIGURES else fmt(g["ratio"].get(key), "ratio"))
             out.append(f"| {label} | " + " | ".join(cells) + " |")
         for key in NOISE_FIGURES:
             label = dict(figure_labels(g["scenario"]))[key].replace("**", "")
@@ -625,8 +798,8 @@ def parse_args(argv):
                    help="which implementations to run, in order (default: ours,libev)")
     p.add_argument("--methods", default=DEFAULT_METHODS,
                    help=f"comma-separated methods (default: {DEFAULT_METHODS})")
-    p.add_argument("--scenarios", default=",".join(SCENARIOS),
-                   help="comma-separated: upload, download, rr (default: all)")
+    p.add_argument("--scenarios", "--tests", dest="scenarios", default=",".join(SCENARIOS),
+                   help="comma-separated: upload, download, rr, udp (default: all)")
     p.add_argument("--bytes", type=parse_size, default=1 << 30,
                    help="bytes per upload/download transfer, K/M/G suffixes (default: 1G)")
     p.add_argument("--conns", type=int, default=1,
@@ -637,6 +810,19 @@ def parse_args(argv):
                    help="bytes each way per rr connection (default: 512)")
     p.add_argument("--rr-conns", type=int, default=8,
                    help="rr connections in parallel (default: 8)")
+    p.add_argument("--udp-count", type=int, default=DEFAULT_UDP_COUNT,
+                   help=f"datagrams per udp run (default: {DEFAULT_UDP_COUNT})")
+    p.add_argument("--udp-size", type=int, default=1200,
+                   help="bytes per datagram (default: 1200). libev's relays take at most "
+                        "2739 without --mtu (in --server-args and --tunnel-args); no relay can "
+                        "carry more than 65452 (65507 less the Shadowsocks overhead)")
+    p.add_argument("--udp-window", type=int, default=32,
+                   help="datagrams in flight per client socket, at most (default: 32)")
+    p.add_argument("--udp-clients", type=int, default=1,
+                   help="client sockets, each its own UDP association (default: 1)")
+    p.add_argument("--udp-loss-after", type=float, default=1.0,
+                   help="seconds after which a datagram not yet back counts as lost "
+                        "(default: 1)")
     p.add_argument("--repeat", "-n", type=int, default=3,
                    help="runs per implementation and test (default: 3)")
     p.add_argument("--noise", type=float, default=0.15,
@@ -676,6 +862,12 @@ def parse_args(argv):
         p.error("--conns, --repeat, --rr-count and --rr-conns must be at least 1")
     if not 1 <= args.rr_size <= 256 * 1024:
         p.error("--rr-size must be 1..262144")
+    if not 16 <= args.udp_size <= UDP_MAX:
+        p.error(f"--udp-size must be 16..{UDP_MAX}")
+    if args.udp_count < 1 or args.udp_window < 1 or not 1 <= args.udp_clients <= 1024:
+        p.error("--udp-count and --udp-window must be at least 1, --udp-clients 1..1024")
+    if args.udp_loss_after <= 0:
+        p.error("--udp-loss-after must be more than 0")
     if args.bytes < args.conns:
         p.error("--bytes must be at least --conns")
     args.bytes -= args.bytes % args.conns  # every connection carries the same share
@@ -704,7 +896,7 @@ def main(argv):
             print(f"{name}: {impl.server} {impl.tunnel}", file=sys.stderr)
         if machine["cpus"] <= 2:
             print(f"note: {machine['cpus']} CPUs shared by the load tool and both relays; "
-                  "compare CPU s/GB rather than MB/s", file=sys.stderr)
+                  "compare CPU per GB (connection, datagram) rather than rates", file=sys.stderr)
 
         seq = 0
 
@@ -721,11 +913,12 @@ def main(argv):
                 return {"impl": impl.name, "method": method, "scenario": scenario,
                         "error": str(e), "logs": logdir}
             f = figures(run)
-            unit = ("µs/conn", "conn/s") if scenario == "rr" else ("s/GB", "MB/s")
-            p = 0 if scenario == "rr" else 3
+            unit = OVERVIEW_UNITS.get(scenario, ("s/GB", "MB/s"))
+            p = {"rr": 0, "udp": 1}.get(scenario, 3)
+            lost = f", {f['lost']} lost" if scenario == "udp" else ""
             print(f"  {label}: relays {f['total_cpu']:.{p}f} {unit[0]} (tunnel "
                   f"{f['tunnel_cpu']:.{p}f}, server {f['server_cpu']:.{p}f}), {f['rate']:.0f} "
-                  f"{unit[1]}, RSS {f['tunnel_rss_mib']:.1f}/{f['server_rss_mib']:.1f} MiB "
+                  f"{unit[1]}{lost}, RSS {f['tunnel_rss_mib']:.1f}/{f['server_rss_mib']:.1f} MiB "
                   f"[{time.monotonic() - t0:.1f} s]", file=sys.stderr)
             return run
 
@@ -733,8 +926,11 @@ def main(argv):
             warm = argparse.Namespace(**vars(args))
             warm.bytes = min(args.bytes, 64 * MIB)
             warm.bytes -= warm.bytes % args.conns
+            warm.udp_count = min(args.udp_count, 10000)
+            # a udp-only run warms up with udp, everything else with an upload
+            warm_test = "udp" if args.scenario_list == ["udp"] else "upload"
             for impl in impls.values():
-                run = attempt(impl, args.method_list[0], "upload", warm, f"warm-up {impl.name}")
+                run = attempt(impl, args.method_list[0], warm_test, warm, f"warm-up {impl.name}")
                 if "error" in run:
                     failures += 1
 

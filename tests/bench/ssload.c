@@ -1,10 +1,12 @@
 /*
- * ssload: TCP load generator and target for benchmarking Shadowsocks relays.
+ * ssload: TCP and UDP load generator and target for benchmarking Shadowsocks relays.
  *
  *   ssload sink --listen ADDR:PORT [--echo | --download BYTES] [--quit-after N] [--conn-log]
  *   ssload send --connect ADDR:PORT --bytes N [--conns K] [--echo | --download]
  *   ssload rr   --connect ADDR:PORT --count N --size S [--conns K]
- *   ssload selftest [--bytes N]
+ *   ssload udp-echo --listen ADDR:PORT
+ *   ssload udp-send --connect ADDR:PORT --count N --size S [--window W] [--clients K]
+ *   ssload selftest [--bytes N] [--udp-count N]
  *
  * Every stream carries the same fixed pseudo-random pattern, starting at pattern offset 0, so the
  * receiving side checks each byte against the pattern at its stream offset (exact, and cheaper
@@ -13,6 +15,11 @@
  *
  * One thread, epoll (level-triggered), non-blocking sockets, 256 KiB reads and writes sent straight
  * from the pattern buffer: the tool costs little more than its system calls.
+ *
+ * UDP: each datagram carries a sequence number and a pattern slice chosen by it; the sender keeps
+ * at most a window of datagrams in flight per client socket, matches every answer to what it sent
+ * and counts a datagram lost when it has not come back after --loss-after seconds. Both ends move
+ * datagrams in batches (sendmmsg, recvmmsg).
  *
  * Results are printed as one JSON object per line on stdout. Exit status: 0 success, 1 failed or
  * corrupted transfer (or timeout), 2 usage error.
@@ -916,6 +923,649 @@ static void client_report(const struct client *c)
 		fprintf(stderr, "ssload: %s\n", c->err);
 }
 
+/* ---------------------------------------------------------------- UDP: echo target and sender */
+
+/*
+ * A datagram starts with a 16-byte header: its sequence number (8 bytes), the sender's slot index
+ * (4) and a tag (4: a constant xor the client number), in host order since both ends run on this
+ * machine. The rest is the pattern from an offset that depends on the client and the sequence
+ * number, so a datagram that comes back cut, altered or with another one's payload is caught.
+ */
+#define UDP_HDR 16u
+#define UDP_MAX 65507u /* the largest UDP payload over IPv4 */
+#define UDP_TAG 0x55445031u
+#define UDP_BATCH 64
+#define UDP_SOCKBUF (4 << 20) /* capped by net.core.[rw]mem_max */
+#define NO_SLOT UINT32_MAX
+
+static uint64_t udp_payload_pos(uint32_t client, uint64_t seq)
+{
+	return (seq * 7919u + (uint64_t)client * 104729u) % PAT_LEN;
+}
+
+static void udp_sockbufs(int fd)
+{
+	int v = UDP_SOCKBUF;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+}
+
+static int udp_socket(int family)
+{
+	int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		die("socket: %s", strerror(errno));
+	udp_sockbufs(fd);
+	return fd;
+}
+
+static int udp_bind(const struct sockaddr_storage *ss, socklen_t len)
+{
+	int fd = udp_socket(ss->ss_family);
+
+	if (bind(fd, (const struct sockaddr *)ss, len) < 0)
+		die("bind: %s", strerror(errno));
+	return fd;
+}
+
+static void ep_set(int fd, int op, uint32_t mask, void *ptr)
+{
+	struct epoll_event ev = {.events = mask, .data.ptr = ptr};
+
+	if (epoll_ctl(ep_fd, op, fd, &ev) < 0)
+		die("epoll_ctl: %s", strerror(errno));
+}
+
+/* Signals that end (SIGTERM, SIGINT) or report (SIGUSR1), read from a signalfd. */
+static int signal_fd(void)
+{
+	sigset_t set;
+	int sfd;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sfd < 0)
+		die("signalfd: %s", strerror(errno));
+	return sfd;
+}
+
+/* ------------------------------------------------ udp-echo */
+
+struct udp_echo_opts {
+	double timeout;         /* exit after this long; 0: never */
+	uint64_t drop_every;    /* testing the sender: leave every Nth datagram unanswered */
+	uint64_t corrupt_every; /* testing the sender: alter the last byte of every Nth answer */
+};
+
+struct udp_echo {
+	const struct udp_echo_opts *o;
+	int fd;
+	uint64_t rx, tx, rx_bytes, dropped, corrupted, send_errors, recv_errors;
+	double t_first, t_last;
+	/* received datagrams, answered in place from the same buffers */
+	struct mmsghdr in[UDP_BATCH], out[UDP_BATCH];
+	struct iovec in_iov[UDP_BATCH], out_iov[UDP_BATCH];
+	struct sockaddr_storage from[UDP_BATCH];
+	uint8_t *bufs;
+	unsigned pend, off; /* out[off..pend) wait to be sent */
+};
+
+static void udp_echo_summary(const struct udp_echo *e, const char *why)
+{
+	double user, sys;
+
+	cpu_self(&user, &sys);
+	printf("{\"event\":\"summary\",\"reason\":\"%s\",\"rx\":%" PRIu64 ",\"tx\":%" PRIu64
+	       ",\"rx_bytes\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"corrupted\":%" PRIu64
+	       ",\"send_errors\":%" PRIu64 ",\"recv_errors\":%" PRIu64
+	       ",\"cpu_user\":%.3f,\"cpu_sys\":%.3f,\"t_first\":%.6f,\"t_last\":%.6f}\n",
+	       why, e->rx, e->tx, e->rx_bytes, e->dropped, e->corrupted, e->send_errors,
+	       e->recv_errors, user, sys, e->t_first, e->t_last);
+	fflush(stdout);
+}
+
+/* Sends what is pending, then receives and answers until the socket has nothing more or cannot
+ * take more. Returns the epoll mask to wait for. */
+static uint32_t udp_echo_io(struct udp_echo *e)
+{
+	const struct udp_echo_opts *o = e->o;
+
+	for (int round = 0; round < 64; round++) {
+		int n;
+
+		while (e->off < e->pend) {
+			n = sendmmsg(e->fd, e->out + e->off, e->pend - e->off, MSG_DONTWAIT);
+			if (n < 0) {
+				if (would_block(errno))
+					return EPOLLOUT;
+				e->send_errors++; /* skip the datagram that failed */
+				e->off++;
+				continue;
+			}
+			e->tx += (uint64_t)n;
+			e->off += (unsigned)n;
+		}
+		e->pend = e->off = 0;
+
+		for (unsigned i = 0; i < UDP_BATCH; i++) {
+			e->in_iov[i].iov_base = e->bufs + (size_t)i * (UDP_MAX + 1);
+			e->in_iov[i].iov_len = UDP_MAX + 1;
+			e->in[i].msg_hdr = (struct msghdr){
+			    .msg_name = &e->from[i],
+			    .msg_namelen = sizeof e->from[i],
+			    .msg_iov = &e->in_iov[i],
+			    .msg_iovlen = 1,
+			};
+		}
+		n = recvmmsg(e->fd, e->in, UDP_BATCH, MSG_DONTWAIT, NULL);
+		if (n < 0) {
+			if (!would_block(errno))
+				e->recv_errors++;
+			return EPOLLIN;
+		}
+		if (n > 0) {
+			e->t_last = now();
+			if (!e->rx)
+				e->t_first = e->t_last;
+		}
+		for (int i = 0; i < n; i++) {
+			size_t len = e->in[i].msg_len;
+			uint8_t *buf = e->in_iov[i].iov_base;
+
+			e->rx++;
+			e->rx_bytes += len;
+			if (o->drop_every && e->rx % o->drop_every == 0) {
+				e->dropped++;
+				continue;
+			}
+			if (o->corrupt_every && e->rx % o->corrupt_every == 0 && len) {
+				buf[len - 1] ^= 0x5a;
+				e->corrupted++;
+			}
+			e->out_iov[e->pend] = (struct iovec){.iov_base = buf, .iov_len = len};
+			e->out[e->pend].msg_hdr = (struct msghdr){
+			    .msg_name = &e->from[i],
+			    .msg_namelen = e->in[i].msg_hdr.msg_namelen,
+			    .msg_iov = &e->out_iov[e->pend],
+			    .msg_iovlen = 1,
+			};
+			e->pend++;
+		}
+		if (n == 0)
+			return EPOLLIN;
+	}
+	return e->pend ? EPOLLOUT : EPOLLIN;
+}
+
+/* Answers every datagram on fd with itself until a signal or --timeout. */
+static int udp_echo_run(int fd, const struct udp_echo_opts *o)
+{
+	struct udp_echo *e = calloc(1, sizeof *e);
+	struct epoll_event evs[8];
+	double deadline = o->timeout > 0 ? now() + o->timeout : 0;
+	const char *why = NULL;
+	uint32_t mask = EPOLLIN;
+	int sfd = signal_fd();
+
+	if (!e || !(e->bufs = malloc((size_t)UDP_BATCH * (UDP_MAX + 1))))
+		die("out of memory");
+	e->o = o;
+	e->fd = fd;
+	loop_open();
+	ep_set(sfd, EPOLL_CTL_ADD, EPOLLIN, NULL);
+	ep_set(fd, EPOLL_CTL_ADD, mask, e);
+	while (!why) {
+		int n = epoll_wait(ep_fd, evs, 8, 500);
+
+		if (n < 0 && errno != EINTR)
+			die("epoll_wait: %s", strerror(errno));
+		for (int i = 0; i < n; i++) {
+			struct signalfd_siginfo si;
+
+			if (evs[i].data.ptr) {
+				uint32_t m = udp_echo_io(e);
+				if (m != mask)
+					ep_set(fd, EPOLL_CTL_MOD, mask = m, e);
+				continue;
+			}
+			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+				if (si.ssi_signo == SIGUSR1)
+					udp_echo_summary(e, "progress");
+				else
+					why = "signal";
+			}
+		}
+		if (!why && deadline > 0 && now() > deadline)
+			why = "timeout";
+	}
+	udp_echo_summary(e, why);
+	loop_close();
+	close(sfd);
+	free(e->bufs);
+	free(e);
+	return strcmp(why, "timeout") ? EXIT_OK : EXIT_FAILED;
+}
+
+/* ------------------------------------------------ udp-send */
+
+/* Latency histogram: exact below 128 ns, then 64 buckets per power of two (1.6% wide). */
+#define LAT_SUB 64u
+#define LAT_BUCKETS ((64u - 6u) * LAT_SUB)
+
+static unsigned lat_bucket(uint64_t ns)
+{
+	unsigned msb, shift;
+
+	if (ns < 2 * LAT_SUB)
+		return (unsigned)ns;
+	msb = 63u - (unsigned)__builtin_clzll(ns);
+	shift = msb - 6u;
+	return (shift + 1u) * LAT_SUB + (unsigned)(ns >> shift) - LAT_SUB;
+}
+
+/* The middle of bucket b, in ns. */
+static double lat_value(unsigned b)
+{
+	unsigned shift;
+
+	if (b < 2 * LAT_SUB)
+		return b;
+	shift = b / LAT_SUB - 1u;
+	return ((double)(b % LAT_SUB + LAT_SUB) + 0.5) * (double)(1ull << shift);
+}
+
+struct udp_send_opts {
+	struct sockaddr_storage addr;
+	socklen_t alen;
+	uint64_t count;    /* datagrams in all */
+	uint32_t size;     /* bytes per datagram */
+	uint32_t window;   /* datagrams in flight per client, at most */
+	uint32_t clients;  /* sockets, each its own association in a relay */
+	bool verify;       /* compare the payload, not only the header */
+	double timeout;    /* give up after this long */
+	double loss_after; /* a datagram not back after this long is lost */
+};
+
+struct udp_slot {
+	uint64_t seq;
+	double t0;
+	uint32_t next_free;
+	bool busy;
+	uint8_t hdr[UDP_HDR];
+};
+
+struct udp_client {
+	int fd;
+	uint32_t id;
+	uint32_t mask, registered; /* wanted and registered epoll events */
+	uint64_t goal, next_seq, inflight;
+	struct udp_slot *slots;
+	uint32_t free_head;
+};
+
+struct udp_sender {
+	const struct udp_send_opts *o;
+	struct udp_client *cl;
+	uint64_t sent, received, lost, corrupt, late;
+	uint64_t lat_n, lat[LAT_BUCKETS];
+	double lat_sum, lat_max;
+	double t_start, t_end, t_last_rx, cpu_user, cpu_sys;
+	bool timed_out, fatal;
+	uint8_t *rxbuf; /* UDP_BATCH slices of o->size bytes */
+	char err[160];
+};
+
+static void udp_error(struct udp_sender *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void udp_error(struct udp_sender *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->err[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(s->err, sizeof s->err, fmt, ap);
+	va_end(ap);
+}
+
+static void udp_slot_free(struct udp_client *c, uint32_t i)
+{
+	c->slots[i].busy = false;
+	c->slots[i].next_free = c->free_head;
+	c->free_head = i;
+	c->inflight--;
+}
+
+static void udp_hard_error(struct udp_sender *s, const char *what)
+{
+	if (errno == ECONNREFUSED)
+		udp_error(s, "%s: nothing answers at the target (port unreachable)", what);
+	else
+		udp_error(s, "%s: %s", what, strerror(errno));
+	s->fatal = true;
+}
+
+/* Sends while the window has room and the socket takes datagrams. */
+static void udp_fill(struct udp_sender *s, struct udp_client *c)
+{
+	const struct udp_send_opts *o = s->o;
+	struct mmsghdr msg[UDP_BATCH];
+	struct iovec iov[UDP_BATCH][2];
+	uint32_t idx[UDP_BATCH];
+
+	while (!s->fatal && c->next_seq < c->goal && c->free_head != NO_SLOT) {
+		int n = 0, r;
+		double t;
+
+		while (n < UDP_BATCH && c->next_seq + (uint64_t)n < c->goal &&
+		       c->free_head != NO_SLOT) {
+			uint32_t i = c->free_head;
+			struct udp_slot *sl = &c->slots[i];
+			uint32_t tag = UDP_TAG ^ c->id;
+
+			c->free_head = sl->next_free;
+			sl->seq = c->next_seq + (uint64_t)n;
+			memcpy(sl->hdr, &sl->seq, 8);
+			memcpy(sl->hdr + 8, &i, 4);
+			memcpy(sl->hdr + 12, &tag, 4);
+			iov[n][0] = (struct iovec){.iov_base = sl->hdr, .iov_len = UDP_HDR};
+			iov[n][1] = (struct iovec){
+			    .iov_base =
+				(void *)(uintptr_t)pattern_at(udp_payload_pos(c->id, sl->seq)),
+			    .iov_len = o->size - UDP_HDR,
+			};
+			msg[n].msg_hdr = (struct msghdr){.msg_iov = iov[n], .msg_iovlen = 2};
+			idx[n++] = i;
+		}
+		r = sendmmsg(c->fd, msg, (unsigned)n, MSG_DONTWAIT);
+		t = now();
+		if (r < 0) {
+			if (!would_block(errno))
+				udp_hard_error(s, "send");
+			r = 0;
+		}
+		for (int j = 0; j < r; j++) {
+			c->slots[idx[j]].busy = true;
+			c->slots[idx[j]].t0 = t;
+		}
+		for (int j = n - 1; j >= r; j--) { /* back to the free list, in order */
+			c->slots[idx[j]].next_free = c->free_head;
+			c->free_head = idx[j];
+		}
+		c->next_seq += (uint64_t)r;
+		c->inflight += (uint64_t)r;
+		s->sent += (uint64_t)r;
+		if (r < n) {
+			c->mask = EPOLLIN | EPOLLOUT;
+			return;
+		}
+	}
+	c->mask = EPOLLIN;
+}
+
+static void udp_check(struct udp_sender *s, struct udp_client *c, const uint8_t *buf, size_t len,
+		      double t)
+{
+	const struct udp_send_opts *o = s->o;
+	struct udp_slot *sl;
+	uint64_t seq, ns;
+	uint32_t slot, tag;
+
+	if (len < UDP_HDR) {
+		s->corrupt++;
+		udp_error(s, "a datagram of %zu bytes came back", len);
+		return;
+	}
+	memcpy(&seq, buf, 8);
+	memcpy(&slot, buf + 8, 4);
+	memcpy(&tag, buf + 12, 4);
+	if (tag != (UDP_TAG ^ c->id) || slot >= o->window) {
+		s->corrupt++;
+		udp_error(s, "a datagram came back with a header that was not sent");
+		return;
+	}
+	sl = &c->slots[slot];
+	if (!sl->busy || sl->seq != seq) {
+		if (seq < c->next_seq) {
+			s->late++; /* already declared lost, or a second copy */
+		} else {
+			s->corrupt++;
+			udp_error(s, "datagram %" PRIu64 " came back before it was sent", seq);
+		}
+		return;
+	}
+	udp_slot_free(c, slot);
+	if (len != o->size) {
+		s->corrupt++;
+		udp_error(s, "datagram %" PRIu64 " came back with %zu bytes, not %" PRIu32, seq,
+			  len, o->size);
+		return;
+	}
+	if (o->verify && memcmp(buf + UDP_HDR, pattern_at(udp_payload_pos(c->id, seq)),
+				o->size - UDP_HDR) != 0) {
+		s->corrupt++;
+		udp_error(s, "datagram %" PRIu64 " came back altered", seq);
+		return;
+	}
+	s->received++;
+	s->t_last_rx = t;
+	t -= sl->t0;
+	ns = t > 0 ? (uint64_t)(t * 1e9) : 0;
+	s->lat[lat_bucket(ns)]++;
+	s->lat_n++;
+	s->lat_sum += t;
+	if (t > s->lat_max)
+		s->lat_max = t;
+}
+
+static void udp_drain(struct udp_sender *s, struct udp_client *c)
+{
+	struct mmsghdr msg[UDP_BATCH];
+	struct iovec iov[UDP_BATCH];
+	size_t cap = s->o->size;
+
+	for (int round = 0; round < 16; round++) {
+		int n;
+		double t;
+
+		for (unsigned i = 0; i < UDP_BATCH; i++) {
+			iov[i] = (struct iovec){.iov_base = s->rxbuf + i * cap, .iov_len = cap};
+			msg[i].msg_hdr = (struct msghdr){.msg_iov = &iov[i], .msg_iovlen = 1};
+		}
+		/* MSG_TRUNC: msg_len is the datagram's real length, so a longer one is caught */
+		n = recvmmsg(c->fd, msg, UDP_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		if (n < 0) {
+			if (!would_block(errno))
+				udp_hard_error(s, "recv");
+			return;
+		}
+		t = now();
+		for (int i = 0; i < n; i++)
+			udp_check(s, c, iov[i].iov_base, msg[i].msg_len, t);
+		if (n < UDP_BATCH)
+			return;
+	}
+}
+
+/* Frees the slots of datagrams that have been away longer than --loss-after. */
+static void udp_expire(struct udp_sender *s, double t)
+{
+	for (uint32_t k = 0; k < s->o->clients; k++) {
+		struct udp_client *c = &s->cl[k];
+
+		for (uint32_t i = 0; c->inflight && i < s->o->window; i++) {
+			if (c->slots[i].busy && t - c->slots[i].t0 > s->o->loss_after) {
+				udp_slot_free(c, i);
+				s->lost++;
+			}
+		}
+	}
+	/* a path that answers nothing is broken: no need to wait for every datagram to time out */
+	if (!s->received && s->lost >= (uint64_t)s->o->window * s->o->clients) {
+		udp_error(s, "none of the first %" PRIu64 " datagrams came back within %.3g s",
+			  s->lost, s->o->loss_after);
+		s->fatal = true;
+	}
+}
+
+static void udp_send_run(const struct udp_send_opts *o, struct udp_sender *s)
+{
+	struct epoll_event evs[MAX_EVENTS];
+	double deadline, scan_every, next_scan;
+
+	memset(s, 0, sizeof *s);
+	s->o = o;
+	s->cl = calloc(o->clients, sizeof *s->cl);
+	s->rxbuf = malloc((size_t)UDP_BATCH * o->size);
+	if (!s->cl || !s->rxbuf)
+		die("out of memory");
+	loop_open();
+	for (uint32_t k = 0; k < o->clients; k++) {
+		struct udp_client *c = &s->cl[k];
+
+		c->id = k;
+		c->goal = o->count / o->clients + (k < o->count % o->clients ? 1 : 0);
+		c->slots = calloc(o->window, sizeof *c->slots);
+		if (!c->slots)
+			die("out of memory");
+		for (uint32_t i = 0; i < o->window; i++)
+			c->slots[i].next_free = i + 1 < o->window ? i + 1 : NO_SLOT;
+		c->fd = udp_socket(o->addr.ss_family);
+		if (connect(c->fd, (const struct sockaddr *)&o->addr, o->alen) < 0)
+			die("connect: %s", strerror(errno));
+		c->mask = c->registered = EPOLLIN;
+		ep_set(c->fd, EPOLL_CTL_ADD, c->mask, c);
+	}
+	s->t_start = now();
+	deadline = o->timeout > 0 ? s->t_start + o->timeout : 0;
+	scan_every = o->loss_after / 4 > 0.001 ? o->loss_after / 4 : 0.001;
+	next_scan = s->t_start + scan_every;
+	for (;;) {
+		bool done = true;
+		double t;
+		int n, wait_ms;
+
+		for (uint32_t k = 0; k < o->clients; k++) {
+			struct udp_client *c = &s->cl[k];
+
+			if (!(c->mask & EPOLLOUT))
+				udp_fill(s, c);
+			if (c->mask != c->registered)
+				ep_set(c->fd, EPOLL_CTL_MOD, c->registered = c->mask, c);
+			if (c->next_seq < c->goal || c->inflight)
+				done = false;
+		}
+		if (done || s->fatal)
+			break;
+		wait_ms = (int)((next_scan - now()) * 1000) + 1;
+		if (wait_ms > 100)
+			wait_ms = 100;
+		n = epoll_wait(ep_fd, evs, MAX_EVENTS, wait_ms > 1 ? wait_ms : 1);
+		if (n < 0 && errno != EINTR)
+			die("epoll_wait: %s", strerror(errno));
+		for (int i = 0; i < n; i++) {
+			struct udp_client *c = evs[i].data.ptr;
+
+			if (evs[i].events & EPOLLOUT)
+				c->mask = EPOLLIN; /* udp_fill sends again and decides */
+			if (evs[i].events & (EPOLLIN | EPOLLERR))
+				udp_drain(s, c);
+		}
+		t = now();
+		if (t >= next_scan) {
+			udp_expire(s, t);
+			next_scan = t + scan_every;
+		}
+		if (deadline > 0 && t > deadline) {
+			s->timed_out = true;
+			udp_error(s, "timed out after %.1f s with %" PRIu64 " of %" PRIu64 " sent",
+				  o->timeout, s->sent, o->count);
+			break;
+		}
+	}
+	s->t_end = now();
+	cpu_self(&s->cpu_user, &s->cpu_sys);
+	for (uint32_t k = 0; k < o->clients; k++) {
+		s->lost += s->cl[k].inflight; /* still away at a timeout or an error */
+		close(s->cl[k].fd);
+		free(s->cl[k].slots);
+	}
+	free(s->cl);
+	free(s->rxbuf);
+	s->cl = NULL;
+	s->rxbuf = NULL;
+	loop_close();
+}
+
+static bool udp_send_ok(const struct udp_sender *s)
+{
+	return !s->timed_out && !s->fatal && s->corrupt == 0 && s->lost == 0 &&
+	       s->received == s->o->count;
+}
+
+/* The value below which a fraction p of the latencies lie, in seconds. */
+static double udp_percentile(const struct udp_sender *s, double p)
+{
+	uint64_t rank = (uint64_t)(p * (double)s->lat_n + 0.999999), seen = 0;
+
+	if (!s->lat_n)
+		return 0;
+	if (rank < 1)
+		rank = 1;
+	for (unsigned b = 0; b < LAT_BUCKETS; b++) {
+		seen += s->lat[b];
+		if (seen >= rank) {
+			double v = lat_value(b) * 1e-9;
+			return v < s->lat_max ? v : s->lat_max;
+		}
+	}
+	return s->lat_max;
+}
+
+static void udp_send_report(const struct udp_sender *s)
+{
+	const struct udp_send_opts *o = s->o;
+	double t_end = s->t_last_rx > 0 ? s->t_last_rx : s->t_end;
+	double secs = t_end - s->t_start;
+	bool ok = udp_send_ok(s);
+
+	printf("{\"mode\":\"udp\",\"ok\":%s,\"count\":%" PRIu64 ",\"size\":%" PRIu32
+	       ",\"window\":%" PRIu32 ",\"clients\":%" PRIu32 ",\"sent\":%" PRIu64
+	       ",\"received\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"corrupt\":%" PRIu64
+	       ",\"late\":%" PRIu64 ",\"seconds\":%.6f,\"datagrams_per_s\":%.1f,\"mb_per_s\":%.1f,"
+	       "\"latency_us\":{\"mean\":%.1f,\"p50\":%.1f,\"p90\":%.1f,\"p99\":%.1f,"
+	       "\"p999\":%.1f,\"max\":%.1f},",
+	       ok ? "true" : "false", o->count, o->size, o->window, o->clients, s->sent,
+	       s->received, s->lost, s->corrupt, s->late, secs,
+	       secs > 0 ? (double)s->received / secs : 0.0,
+	       secs > 0 ? (double)s->received * o->size / secs / 1e6 : 0.0,
+	       s->lat_n ? s->lat_sum / (double)s->lat_n * 1e6 : 0.0, udp_percentile(s, 0.50) * 1e6,
+	       udp_percentile(s, 0.90) * 1e6, udp_percentile(s, 0.99) * 1e6,
+	       udp_percentile(s, 0.999) * 1e6, s->lat_max * 1e6);
+	printf("\"verified\":%s,\"cpu_user\":%.3f,\"cpu_sys\":%.3f,\"t_start\":%.6f,"
+	       "\"t_last_rx\":%.6f,\"t_end\":%.6f",
+	       o->verify && s->corrupt == 0 ? "true" : "false", s->cpu_user, s->cpu_sys, s->t_start,
+	       s->t_last_rx, s->t_end);
+	if (s->err[0]) {
+		printf(",\"error\":");
+		json_string(stdout, s->err);
+	}
+	printf("}\n");
+	fflush(stdout);
+	if (s->err[0])
+		fprintf(stderr, "ssload: %s\n", s->err);
+	else if (s->lost)
+		fprintf(stderr, "ssload: %" PRIu64 " of %" PRIu64 " datagrams lost\n", s->lost,
+			o->count);
+}
+
 /* ---------------------------------------------------------------- command lines */
 
 static void help(FILE *f)
@@ -940,8 +1590,22 @@ static void help(FILE *f)
 	    "              [--timeout SECONDS]\n"
 	    "      N short connections, K at a time: connect, send S bytes, read the S bytes\n"
 	    "      answer (from an --echo sink), close. Reports connections/s and latency.\n"
-	    "  ssload selftest [--bytes N]\n"
-	    "      Runs each mode against an in-process sink over loopback and checks the counts.\n"
+	    "  ssload udp-echo --listen ADDR:PORT [--timeout SECONDS]\n"
+	    "      UDP target: answers every datagram with itself, to its sender. Prints\n"
+	    "      {\"event\":\"listening\"} first and a summary (datagrams in and out) when it\n"
+	    "      exits, on SIGTERM/SIGINT or at --timeout; SIGUSR1 prints one and goes on.\n"
+	    "      --drop-every N and --corrupt-every N (leave unanswered, or alter, every Nth\n"
+	    "      datagram) exist to test the sender.\n"
+	    "  ssload udp-send --connect ADDR:PORT [--count N] [--size S] [--window W]\n"
+	    "              [--clients K] [--loss-after SECONDS] [--no-verify] [--timeout SECONDS]\n"
+	    "      Sends N datagrams (default 10000) of S bytes (16..65507, default 1200) to a\n"
+	    "      udp-echo, from K sockets (default 1) sharing N, each with at most W datagrams\n"
+	    "      in flight (default 32), and checks every answer. A datagram not back after\n"
+	    "      --loss-after (default 1 s) is lost. Reports datagrams/s and round-trip\n"
+	    "      latency; fails (status 1) if any datagram was lost or came back altered.\n"
+	    "  ssload selftest [--bytes N] [--udp-count N]\n"
+	    "      Runs each mode against an in-process sink or echo over loopback and checks the\n"
+	    "      counts.\n"
 	    "  --rcvlowat BYTES (sink, send): SO_RCVLOWAT of the receiving sockets; default 64K\n"
 	    "      for bulk receivers (discarding sink, send --download), 0 otherwise.\n"
 	    "Sizes take K, M, G, T suffixes (binary: 1G = 2^30). Output: JSON, one object a line.\n"
@@ -964,6 +1628,12 @@ enum {
 	O_SIZE,
 	O_SKEW,
 	O_RCVLOWAT,
+	O_WINDOW,
+	O_CLIENTS,
+	O_LOSS_AFTER,
+	O_DROP_EVERY,
+	O_CORRUPT_EVERY,
+	O_UDP_COUNT,
 };
 
 static int opt_rcvlowat(const char *arg)
@@ -1142,6 +1812,133 @@ static int cmd_client(int argc, char **argv, bool rr)
 	return client_ok(&c) ? EXIT_OK : EXIT_FAILED;
 }
 
+static int cmd_udp_echo(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"listen", required_argument, NULL, O_LISTEN},
+	    {"timeout", required_argument, NULL, O_TIMEOUT},
+	    {"drop-every", required_argument, NULL, O_DROP_EVERY},
+	    {"corrupt-every", required_argument, NULL, O_CORRUPT_EVERY},
+	    {NULL, 0, NULL, 0},
+	};
+	struct udp_echo_opts eo = {0};
+	struct sockaddr_storage ss;
+	socklen_t len = 0;
+	const char *listen_arg = NULL;
+	int c, fd;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_LISTEN:
+			listen_arg = optarg;
+			if (!parse_addr(optarg, true, &ss, &len))
+				usage_error("--listen: not an address: '%s'", optarg);
+			break;
+		case O_TIMEOUT:
+			eo.timeout = opt_seconds("--timeout", optarg);
+			break;
+		case O_DROP_EVERY:
+			eo.drop_every = opt_size("--drop-every", optarg);
+			break;
+		case O_CORRUPT_EVERY:
+			eo.corrupt_every = opt_size("--corrupt-every", optarg);
+			break;
+		default:
+			usage_error("udp-echo: bad option");
+		}
+	}
+	if (optind < argc)
+		usage_error("udp-echo: unexpected argument '%s'", argv[optind]);
+	if (!listen_arg)
+		usage_error("udp-echo: --listen is required");
+
+	fd = udp_bind(&ss, len);
+	printf("{\"event\":\"listening\",\"listen\":");
+	json_string(stdout, listen_arg);
+	printf(",\"port\":%d}\n", local_port(fd));
+	fflush(stdout);
+	return udp_echo_run(fd, &eo);
+}
+
+static int cmd_udp_send(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"connect", required_argument, NULL, O_CONNECT},
+	    {"count", required_argument, NULL, O_COUNT},
+	    {"size", required_argument, NULL, O_SIZE},
+	    {"window", required_argument, NULL, O_WINDOW},
+	    {"clients", required_argument, NULL, O_CLIENTS},
+	    {"no-verify", no_argument, NULL, O_NO_VERIFY},
+	    {"timeout", required_argument, NULL, O_TIMEOUT},
+	    {"loss-after", required_argument, NULL, O_LOSS_AFTER},
+	    {NULL, 0, NULL, 0},
+	};
+	struct udp_send_opts uo = {
+	    .count = 10000,
+	    .size = 1200,
+	    .window = 32,
+	    .clients = 1,
+	    .verify = true,
+	    .timeout = 600,
+	    .loss_after = 1,
+	};
+	struct udp_sender s;
+	bool have_addr = false;
+	uint64_t v;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case O_CONNECT:
+			if (!parse_addr(optarg, false, &uo.addr, &uo.alen))
+				usage_error("--connect: not an address: '%s'", optarg);
+			have_addr = true;
+			break;
+		case O_COUNT:
+			uo.count = opt_size("--count", optarg);
+			break;
+		case O_SIZE:
+			v = opt_size("--size", optarg);
+			if (v < UDP_HDR || v > UDP_MAX)
+				usage_error("--size must be %u..%u", UDP_HDR, UDP_MAX);
+			uo.size = (uint32_t)v;
+			break;
+		case O_WINDOW:
+			v = opt_size("--window", optarg);
+			if (v == 0 || v > 65536)
+				usage_error("--window must be 1..65536");
+			uo.window = (uint32_t)v;
+			break;
+		case O_CLIENTS:
+			v = opt_size("--clients", optarg);
+			if (v == 0 || v > 1024)
+				usage_error("--clients must be 1..1024");
+			uo.clients = (uint32_t)v;
+			break;
+		case O_NO_VERIFY:
+			uo.verify = false;
+			break;
+		case O_TIMEOUT:
+			uo.timeout = opt_seconds("--timeout", optarg);
+			break;
+		case O_LOSS_AFTER:
+			uo.loss_after = opt_seconds("--loss-after", optarg);
+			if (uo.loss_after <= 0)
+				usage_error("--loss-after must be more than 0");
+			break;
+		default:
+			usage_error("udp-send: bad option");
+		}
+	}
+	if (optind < argc)
+		usage_error("udp-send: unexpected argument '%s'", argv[optind]);
+	if (!have_addr)
+		usage_error("udp-send: --connect is required");
+	udp_send_run(&uo, &s);
+	udp_send_report(&s);
+	return udp_send_ok(&s) ? EXIT_OK : EXIT_FAILED;
+}
+
 /* ---------------------------------------------------------------- selftest */
 
 static bool json_u64(const char *s, const char *key, uint64_t *out)
@@ -1247,22 +2044,131 @@ static bool selftest_one(const struct selftest_case *t)
 	return ok;
 }
 
+struct udp_selftest_case {
+	const char *name;
+	struct udp_echo_opts echo;
+	struct udp_send_opts send;
+};
+
+/* Runs one udp-send against an in-process udp-echo and checks both sides' counts against what the
+ * echo was told to drop or alter. */
+static bool udp_selftest_one(const struct udp_selftest_case *t)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	struct udp_sender s;
+	struct udp_send_opts so = t->send;
+	sigset_t block, old;
+	char out[4096];
+	size_t used = 0;
+	ssize_t r;
+	int pfd[2], status, fd;
+	uint64_t rx = NONE, tx = NONE, dropped = NONE, corrupted = NONE;
+	uint64_t want_drop = t->echo.drop_every ? so.count / t->echo.drop_every : 0;
+	uint64_t want_bad = t->echo.corrupt_every ? so.count / t->echo.corrupt_every : 0;
+	pid_t pid;
+	bool ok = true;
+
+	if (!parse_addr("127.0.0.1:0", true, &ss, &len))
+		die("selftest: address");
+	fd = udp_bind(&ss, len);
+	so.addr = ss;
+	so.alen = len;
+	((struct sockaddr_in *)&so.addr)->sin_port = htons((uint16_t)local_port(fd));
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		die("pipe: %s", strerror(errno));
+	/* the echo ends at SIGTERM: have it blocked before the child can receive it */
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(pfd[0]);
+		dup2(pfd[1], STDOUT_FILENO);
+		_exit(udp_echo_run(fd, &t->echo));
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(pfd[1]);
+	close(fd);
+
+	udp_send_run(&so, &s);
+	kill(pid, SIGTERM);
+	while (used < sizeof out - 1 &&
+	       (r = read(pfd[0], out + used, sizeof out - 1 - used)) != 0) {
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r > 0)
+			used += (size_t)r;
+	}
+	out[used] = '\0';
+	close(pfd[0]);
+	waitpid(pid, &status, 0);
+
+	const char *summary = strstr(out, "\"summary\"");
+	if (!summary || !json_u64(summary, "rx", &rx) || !json_u64(summary, "tx", &tx) ||
+	    !json_u64(summary, "dropped", &dropped) ||
+	    !json_u64(summary, "corrupted", &corrupted)) {
+		printf("selftest %s: FAILED: no summary from the echo\n", t->name);
+		ok = false;
+	}
+	if (ok && (rx != so.count || tx != so.count - want_drop || dropped != want_drop ||
+		   corrupted != want_bad)) {
+		printf("selftest %s: FAILED: echo rx %" PRIu64 " tx %" PRIu64 " dropped %" PRIu64
+		       " corrupted %" PRIu64 " (want %" PRIu64 ", %" PRIu64 ", %" PRIu64
+		       ", %" PRIu64 ")\n",
+		       t->name, rx, tx, dropped, corrupted, so.count, so.count - want_drop,
+		       want_drop, want_bad);
+		ok = false;
+	}
+	if (ok && (s.sent != so.count || s.received != so.count - want_drop - want_bad ||
+		   s.lost != want_drop || s.corrupt != want_bad || s.late || s.timed_out ||
+		   s.fatal || udp_send_ok(&s) != (want_drop + want_bad == 0))) {
+		printf("selftest %s: FAILED: sent %" PRIu64 " received %" PRIu64 " lost %" PRIu64
+		       " corrupt %" PRIu64 " late %" PRIu64 " (want %" PRIu64 ", %" PRIu64
+		       ", %" PRIu64 ", %" PRIu64 ", 0) %s\n",
+		       t->name, s.sent, s.received, s.lost, s.corrupt, s.late, so.count,
+		       so.count - want_drop - want_bad, want_drop, want_bad, s.err);
+		ok = false;
+	}
+	if (ok && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+		printf("selftest %s: FAILED: echo exit status %d\n", t->name, status);
+		ok = false;
+	}
+	if (ok)
+		printf("selftest %-14s ok  %10" PRIu64 " datagrams of %" PRIu32 " bytes, %" PRIu64
+		       " lost, %" PRIu64 " altered, %.3f s\n",
+		       t->name, s.sent, so.size, s.lost, s.corrupt, s.t_end - s.t_start);
+	fflush(stdout);
+	return ok;
+}
+
 static int cmd_selftest(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"bytes", required_argument, NULL, O_BYTES},
+	    {"udp-count", required_argument, NULL, O_UDP_COUNT},
 	    {NULL, 0, NULL, 0},
 	};
-	uint64_t n = 8u << 20;
+	uint64_t n = 8u << 20, udp_n = 20000;
 	int c, failed = 0;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c != O_BYTES)
+		if (c == O_BYTES)
+			n = opt_size("--bytes", optarg);
+		else if (c == O_UDP_COUNT)
+			udp_n = opt_size("--udp-count", optarg);
+		else
 			usage_error("selftest: bad option");
-		n = opt_size("--bytes", optarg);
 	}
 	if (n < 4)
 		usage_error("selftest: --bytes must be at least 4");
+	if (udp_n < 1000)
+		usage_error("selftest: --udp-count must be at least 1000");
 	n &= ~(uint64_t)1; /* the download case splits it over two connections */
 
 	const struct sink_opts discard = {.verify = true, .timeout = 60};
@@ -1309,6 +2215,46 @@ static int cmd_selftest(int argc, char **argv)
 		if (!selftest_one(&cases[j]))
 			failed++;
 	}
+
+	const struct udp_echo_opts uecho = {.timeout = 60};
+	const struct udp_send_opts ubase = {.size = 1200,
+					    .window = 32,
+					    .clients = 1,
+					    .verify = true,
+					    .timeout = 60,
+					    .loss_after = 1};
+	struct udp_selftest_case ucases[5];
+
+	i = 0;
+	ucases[i] = (struct udp_selftest_case){"udp", uecho, ubase};
+	ucases[i].send.count = udp_n;
+	i++;
+	ucases[i] = (struct udp_selftest_case){"udp-3", uecho, ubase};
+	ucases[i].send.count = udp_n + 2; /* uneven split */
+	ucases[i].send.clients = 3;
+	ucases[i].send.size = UDP_HDR;
+	ucases[i].send.window = 8;
+	i++;
+	ucases[i] = (struct udp_selftest_case){"udp-64k", uecho, ubase};
+	ucases[i].send.count = 500;
+	ucases[i].send.size = UDP_MAX;
+	ucases[i].send.window = 4;
+	i++;
+	/* every 250th datagram left unanswered must be counted lost, and nothing else */
+	ucases[i] = (struct udp_selftest_case){"udp-loss", uecho, ubase};
+	ucases[i].echo.drop_every = 250;
+	ucases[i].send.count = 2500;
+	ucases[i].send.size = 100;
+	ucases[i].send.loss_after = 0.05;
+	i++;
+	/* one altered byte in every 500th answer must be caught */
+	ucases[i] = (struct udp_selftest_case){"udp-altered", uecho, ubase};
+	ucases[i].echo.corrupt_every = 500;
+	ucases[i].send.count = 2500;
+	i++;
+	for (size_t j = 0; j < i; j++)
+		if (!udp_selftest_one(&ucases[j]))
+			failed++;
 	printf("selftest: %s\n", failed ? "FAILED" : "all ok");
 	return failed ? EXIT_FAILED : EXIT_OK;
 }
@@ -1333,6 +2279,10 @@ int main(int argc, char **argv)
 		return cmd_client(argc - 1, argv + 1, false);
 	if (!strcmp(cmd, "rr"))
 		return cmd_client(argc - 1, argv + 1, true);
+	if (!strcmp(cmd, "udp-echo"))
+		return cmd_udp_echo(argc - 1, argv + 1);
+	if (!strcmp(cmd, "udp-send"))
+		return cmd_udp_send(argc - 1, argv + 1);
 	if (!strcmp(cmd, "selftest"))
 		return cmd_selftest(argc - 1, argv + 1);
 	help(stderr);
