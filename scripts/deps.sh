@@ -4,7 +4,7 @@
 set -e
 PKGS="make cmake gcc pkg-config libev-dev libc-ares-dev libsodium-dev libmbedtls-dev
 libpcre2-dev libssl-dev libcjson-dev libcmocka-dev python3 python3-pytest shadowsocks-libev
-curl v2ray"
+curl v2ray b3sum python3-cryptography"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -324,6 +324,21 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 					  "invalid key for --key/\"key\": %s needs the base64 of "
 					  "exactly %u bytes",
 					  cfg->method->name, cfg->method->key_len);
+	} else if (cfg->password[0] != '\0' && cfg->method->kind == SS_METHOD_2022) {
+		/* SIP022: the password is the base64 PSK itself, never hashed. */
+		ss_psk_list_t psks;
+		char why[256];
+
+		if (ss_psk_parse(cfg->method, cfg->password, &psks, why, sizeof(why)) != 0)
+			return ss_cfg_err(err, errlen, "-k/\"password\": %s", why);
+		if (psks.n > 1) {
+			ss_wipe(&psks, sizeof(psks));
+			return ss_cfg_err(err, errlen,
+					  "identity PSKs (iPSK:uPSK) are not supported yet; give "
+					  "one PSK");
+		}
+		memcpy(cfg->key, psks.keys[0], cfg->method->key_len);
+		ss_wipe(&psks, sizeof(psks));
 	} else if (cfg->password[0] != '\0') {
 		ss_key_from_password(cfg->method, cfg->password, cfg->key);
 	} else {

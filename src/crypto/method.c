@@ -1,6 +1,7 @@
 #include "crypto/method.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +16,11 @@ static const ss_method_t methods[] = {
     {"aes-256-gcm", SS_METHOD_AEAD, SS_AEAD_AES_GCM, 32, 32, 12},
     {"chacha20-ietf-poly1305", SS_METHOD_AEAD, SS_AEAD_CHACHA20_POLY1305, 32, 32, 12},
     {"xchacha20-ietf-poly1305", SS_METHOD_AEAD, SS_AEAD_XCHACHA20_POLY1305, 32, 32, 24},
+    {"2022-blake3-aes-128-gcm", SS_METHOD_2022, SS_AEAD_AES_GCM, 16, 16, 12},
+    {"2022-blake3-aes-256-gcm", SS_METHOD_2022, SS_AEAD_AES_GCM, 32, 32, 12},
+    /* TCP is ChaCha20-Poly1305 with a 12-byte nonce; UDP uses
+     * XChaCha20-Poly1305 with the PSK (SIP022 section 4.1). */
+    {"2022-blake3-chacha20-poly1305", SS_METHOD_2022, SS_AEAD_CHACHA20_POLY1305, 32, 32, 12},
 };
 
 static const char *const method_names[] = {
@@ -23,6 +29,9 @@ static const char *const method_names[] = {
     "aes-256-gcm",
     "chacha20-ietf-poly1305",
     "xchacha20-ietf-poly1305",
+    "2022-blake3-aes-128-gcm",
+    "2022-blake3-aes-256-gcm",
+    "2022-blake3-chacha20-poly1305",
     NULL,
 };
 
@@ -132,4 +141,82 @@ int ss_key_from_base64(const ss_method_t *m, const char *b64, uint8_t *key)
 	}
 	sodium_memzero(key, m->key_len);
 	return -EINVAL;
+}
+
+bool ss_method_has_identity(const ss_method_t *m)
+{
+	return m->kind == SS_METHOD_2022 && m->alg == SS_AEAD_AES_GCM;
+}
+
+static void psk_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int ss_psk_parse(const ss_method_t *m, const char *text, ss_psk_list_t *out, char *err,
+		 size_t errlen)
+{
+	/* Longer than any base64 of 32 bytes: such a part is wrong anyway. */
+	char part[64];
+	const char *p = text;
+	size_t nparts = 1;
+	int rc = -EINVAL;
+
+	memset(out, 0, sizeof(*out));
+	if (m->kind != SS_METHOD_2022) {
+		psk_err(err, errlen, "method %s takes a password, not a PSK", m->name);
+		return -EINVAL;
+	}
+	for (const char *c = text; *c; c++)
+		nparts += *c == ':';
+	if (nparts > SS_PSK_MAX) {
+		psk_err(err, errlen, "too many PSKs for %s: %zu given, at most %d", m->name, nparts,
+			SS_PSK_MAX);
+		goto out;
+	}
+	if (nparts > 1 && !ss_method_has_identity(m)) {
+		psk_err(err, errlen,
+			"%s has no identity headers, so it takes one PSK, not a list "
+			"(iPSK:uPSK); use 2022-blake3-aes-128-gcm or 2022-blake3-aes-256-gcm "
+			"for multiple users",
+			m->name);
+		goto out;
+	}
+	for (size_t i = 0; i < nparts; i++) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		bool ok = len > 0 && len < sizeof(part);
+
+		if (ok) {
+			memcpy(part, p, len);
+			part[len] = '\0';
+			ok = ss_key_from_base64(m, part, out->keys[i]) == 0;
+		}
+		if (!ok) {
+			char which[40] = "";
+
+			if (nparts > 1)
+				snprintf(which, sizeof(which), " (part %zu of %zu)", i + 1, nparts);
+			psk_err(err, errlen,
+				"%s PSK%s for %s: it must be the base64 of exactly %u bytes "
+				"(make one with: openssl rand -base64 %u)",
+				len == 0 ? "empty" : "invalid", which, m->name, m->key_len,
+				m->key_len);
+			goto out;
+		}
+		p += len + 1;
+	}
+	out->n = (uint8_t)nparts;
+	rc = 0;
+out:
+	sodium_memzero(part, sizeof(part));
+	if (rc != 0)
+		sodium_memzero(out, sizeof(*out));
+	return rc;
 }

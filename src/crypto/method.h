@@ -1,6 +1,7 @@
 #ifndef SS_CRYPTO_METHOD_H
 #define SS_CRYPTO_METHOD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,6 +12,7 @@
 
 typedef enum {
 	SS_METHOD_AEAD, /* SIP004 */
+	SS_METHOD_2022, /* SIP022, with SIP023 identity headers for the AES ones */
 } ss_method_kind_t;
 
 typedef struct ss_method {
@@ -35,11 +37,35 @@ int ss_method_lookup(const char *name, const ss_method_t **out, char *err, size_
 const char *const *ss_method_names(void);
 
 /* Password to key as shadowsocks-libev (OpenSSL EVP_BytesToKey, MD5, no salt,
- * one iteration): key gets m->key_len bytes. */
+ * one iteration): key gets m->key_len bytes. Only for SS_METHOD_AEAD: SIP022
+ * forbids deriving a 2022 key from a password; use ss_psk_parse there. */
 void ss_key_from_password(const ss_method_t *m, const char *password, uint8_t *key);
 
 /* Base64 (standard or URL-safe alphabet, padding optional) to key.
  * 0, or -EINVAL when it does not decode to exactly m->key_len bytes. */
 int ss_key_from_base64(const ss_method_t *m, const char *b64, uint8_t *key);
+
+/* SIP022/SIP023 pre-shared keys: "PSK", or "iPSK1:...:iPSKn:uPSK" where
+ * every part is the base64 (as ss_key_from_base64) of exactly m->key_len
+ * bytes. keys[n - 1] is the PSK that keys the sessions (the user PSK); the
+ * ones before it are identity PSKs, one identity header each. */
+#define SS_PSK_MAX 8
+typedef struct ss_psk_list {
+	uint8_t n;
+	uint8_t keys[SS_PSK_MAX][SS_MAX_KEY_LEN];
+} ss_psk_list_t;
+
+/* Parses text for a SS_METHOD_2022 method into out. 0 on success; -EINVAL
+ * with one line in err (the method, which part, the expected length and how
+ * to make a key with `openssl rand -base64 <len>`; never the key text) for
+ * an empty or malformed part, a wrong length, more than SS_PSK_MAX parts,
+ * identity PSKs with a method that has no identity headers (ChaCha20), or a
+ * method that is not a 2022 one. out is wiped on failure; the caller wipes
+ * it when done. */
+int ss_psk_parse(const ss_method_t *m, const char *text, ss_psk_list_t *out, char *err,
+		 size_t errlen);
+
+/* Whether m carries SIP023 identity headers (the 2022 AES methods). */
+bool ss_method_has_identity(const ss_method_t *m);
 
 #endif

@@ -8,7 +8,8 @@
 /* Crypto primitives behind one interface, one backend per file:
  * primitives_sodium.c (libsodium + mbedtls, always built, the reference) and
  * primitives_openssl.c (libcrypto EVP, built when found). Generic code never
- * looks inside ss_aead_t; it only calls through the backend table. */
+ * looks inside ss_aead_t or ss_aes_block_t; it only calls through the backend
+ * table. */
 
 #define SS_AEAD_TAG_LEN 16
 #define SS_AEAD_MAX_KEY_LEN 32
@@ -31,6 +32,19 @@ typedef struct ss_aead {
 	bool keyed;
 	_Alignas(64) unsigned char state[SS_AEAD_STATE_SIZE];
 } ss_aead_t;
+
+/* AES on single 16-byte blocks (ECB, no padding), for the 2022 UDP separate
+ * header and the identity headers. Set up once with aes_init, keyed with
+ * aes_setkey (both the encryption and the decryption schedule, so a key set
+ * once serves every block after it), released with aes_free. Once keyed it
+ * must not be copied or moved: a backend may point into its own storage. */
+#define SS_AES_BLOCK_LEN 16
+#define SS_AES_STATE_SIZE 640
+typedef struct ss_aes_block {
+	uint8_t key_len;
+	bool keyed;
+	_Alignas(16) unsigned char state[SS_AES_STATE_SIZE];
+} ss_aes_block_t;
 
 typedef struct ss_crypto_backend {
 	const char *name;
@@ -57,6 +71,23 @@ typedef struct ss_crypto_backend {
 	 * aead_init took, so the next aead_setkey can reuse it. Safe on a
 	 * zeroed or unkeyed ss_aead_t. */
 	void (*aead_wipe)(ss_aead_t *a);
+	/* Prepares b (not yet keyed); 0 or -ENOMEM. */
+	int (*aes_init)(ss_aes_block_t *b);
+	/* Sets a 16- or 32-byte key; 0, or -EINVAL for another length (b is
+	 * then unkeyed). */
+	int (*aes_setkey)(ss_aes_block_t *b, const uint8_t *key, size_t key_len);
+	/* One block from in to out; in == out is allowed. 0, or -EINVAL when
+	 * b has no key. */
+	int (*aes_encrypt)(ss_aes_block_t *b, const uint8_t in[static SS_AES_BLOCK_LEN],
+			   uint8_t out[static SS_AES_BLOCK_LEN]);
+	int (*aes_decrypt)(ss_aes_block_t *b, const uint8_t in[static SS_AES_BLOCK_LEN],
+			   uint8_t out[static SS_AES_BLOCK_LEN]);
+	/* Wipes the key schedules, keeping what aes_init took for the next
+	 * aes_setkey. Safe on a zeroed or unkeyed ss_aes_block_t. */
+	void (*aes_wipe)(ss_aes_block_t *b);
+	/* Wipes and releases what aes_init took. Safe on a zeroed
+	 * ss_aes_block_t, and twice. */
+	void (*aes_free)(ss_aes_block_t *b);
 } ss_crypto_backend_t;
 
 extern const ss_crypto_backend_t ss_crypto_sodium;

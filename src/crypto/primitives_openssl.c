@@ -1,5 +1,5 @@
-/* The fast backend: libcrypto EVP for AES-GCM and ChaCha20-Poly1305.
- * XChaCha20-Poly1305 is not in OpenSSL and comes from libsodium. */
+/* The fast backend: libcrypto EVP for AES-GCM, ChaCha20-Poly1305 and the AES
+ * block cipher. XChaCha20-Poly1305 is not in OpenSSL and comes from libsodium. */
 #ifdef SS_HAVE_OPENSSL
 
 /* SHA-1 low-level calls: the only allocation-free way to hash with
@@ -217,6 +217,126 @@ static int ossl_hkdf_sha1(const uint8_t *salt, size_t salt_len, const uint8_t *i
 				 okm_len);
 }
 
+/* AES-ECB without padding, one context per direction. The contexts are made
+ * by aes_init; a new key of the same size only reloads the schedule, so
+ * setkey and the per-block calls never allocate after the first key. */
+typedef struct {
+	EVP_CIPHER_CTX *ctx[2]; /* [0] decrypts, [1] encrypts (EVP's enc flag) */
+	const EVP_CIPHER *cipher;
+} ossl_aes_t;
+
+_Static_assert(sizeof(ossl_aes_t) <= SS_AES_STATE_SIZE, "grow SS_AES_STATE_SIZE");
+
+static ossl_aes_t *aes_st(ss_aes_block_t *b)
+{
+	return (ossl_aes_t *)b->state;
+}
+
+static void ossl_aes_free(ss_aes_block_t *b)
+{
+	ossl_aes_t *s = aes_st(b);
+
+	/* EVP_CIPHER_CTX_free clears the key schedule before freeing. */
+	for (int enc = 0; enc < 2; enc++) {
+		EVP_CIPHER_CTX_free(s->ctx[enc]);
+		s->ctx[enc] = NULL;
+	}
+	s->cipher = NULL;
+	b->keyed = false;
+	b->key_len = 0;
+}
+
+static int ossl_aes_init(ss_aes_block_t *b)
+{
+	ossl_aes_t *s = aes_st(b);
+
+	memset(b, 0, sizeof(*b));
+	s->ctx[0] = EVP_CIPHER_CTX_new();
+	s->ctx[1] = EVP_CIPHER_CTX_new();
+	if (!s->ctx[0] || !s->ctx[1]) {
+		ossl_aes_free(b);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int ossl_aes_setkey(ss_aes_block_t *b, const uint8_t *key, size_t key_len)
+{
+	ossl_aes_t *s = aes_st(b);
+	const EVP_CIPHER *cipher = NULL;
+
+	if (key_len == 16)
+		cipher = EVP_aes_128_ecb();
+	else if (key_len == 32)
+		cipher = EVP_aes_256_ecb();
+	b->keyed = false;
+	if (!cipher || !s->ctx[0] || !s->ctx[1])
+		return -EINVAL;
+	for (int enc = 0; enc < 2; enc++) {
+		EVP_CIPHER_CTX *ctx = s->ctx[enc];
+
+		if (cipher == s->cipher) {
+			if (!EVP_CipherInit_ex(ctx, NULL, NULL, key, NULL, enc))
+				goto bad;
+		} else {
+			EVP_CIPHER_CTX_reset(ctx);
+			if (!EVP_CipherInit_ex(ctx, cipher, NULL, key, NULL, enc))
+				goto bad;
+		}
+		/* Whole blocks only: nothing is held back for padding. */
+		if (!EVP_CIPHER_CTX_set_padding(ctx, 0))
+			goto bad;
+	}
+	s->cipher = cipher;
+	b->key_len = (uint8_t)key_len;
+	b->keyed = true;
+	return 0;
+bad:
+	/* Neither context is trusted to match the other now. */
+	EVP_CIPHER_CTX_reset(s->ctx[0]);
+	EVP_CIPHER_CTX_reset(s->ctx[1]);
+	s->cipher = NULL;
+	return -EINVAL;
+}
+
+static int ossl_aes_crypt(ss_aes_block_t *b, int enc, const uint8_t *in, uint8_t *out)
+{
+	int outl = 0;
+
+	if (!b->keyed)
+		return -EINVAL;
+	if (!EVP_CipherUpdate(aes_st(b)->ctx[enc], out, &outl, in, SS_AES_BLOCK_LEN) ||
+	    outl != SS_AES_BLOCK_LEN)
+		return -EIO;
+	return 0;
+}
+
+static int ossl_aes_encrypt(ss_aes_block_t *b, const uint8_t in[static SS_AES_BLOCK_LEN],
+			    uint8_t out[static SS_AES_BLOCK_LEN])
+{
+	return ossl_aes_crypt(b, 1, in, out);
+}
+
+static int ossl_aes_decrypt(ss_aes_block_t *b, const uint8_t in[static SS_AES_BLOCK_LEN],
+			    uint8_t out[static SS_AES_BLOCK_LEN])
+{
+	return ossl_aes_crypt(b, 0, in, out);
+}
+
+static void ossl_aes_wipe(ss_aes_block_t *b)
+{
+	static const uint8_t zero[32];
+	ossl_aes_t *s = aes_st(b);
+
+	/* Overwrite both schedules with an all-zero key of the same size,
+	 * keeping the contexts for the next key. */
+	if (s->cipher && b->keyed)
+		for (int enc = 0; enc < 2; enc++)
+			(void)EVP_CipherInit_ex(s->ctx[enc], NULL, NULL, zero, NULL, enc);
+	b->keyed = false;
+	b->key_len = 0;
+}
+
 const ss_crypto_backend_t ss_crypto_openssl = {
     .name = "openssl",
     .aead_init = ossl_aead_init,
@@ -226,6 +346,12 @@ const ss_crypto_backend_t ss_crypto_openssl = {
     .aead_free = ossl_aead_free,
     .hkdf_sha1 = ossl_hkdf_sha1,
     .aead_wipe = ossl_aead_wipe,
+    .aes_init = ossl_aes_init,
+    .aes_setkey = ossl_aes_setkey,
+    .aes_encrypt = ossl_aes_encrypt,
+    .aes_decrypt = ossl_aes_decrypt,
+    .aes_wipe = ossl_aes_wipe,
+    .aes_free = ossl_aes_free,
 };
 
 #endif /* SS_HAVE_OPENSSL */

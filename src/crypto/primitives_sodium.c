@@ -1,10 +1,12 @@
 /* The reference backend: libsodium for ChaCha20-Poly1305, XChaCha20-Poly1305
- * and AES-256-GCM on CPUs with AES-NI; mbedtls for every other AES-GCM. */
+ * and AES-256-GCM on CPUs with AES-NI; mbedtls for every other AES-GCM and
+ * for the AES block cipher. */
 #include "crypto/primitives.h"
 
 #include <errno.h>
 #include <string.h>
 
+#include <mbedtls/aes.h>
 #include <mbedtls/gcm.h>
 #include <sodium.h>
 
@@ -199,6 +201,82 @@ static int sodium_hkdf_sha1(const uint8_t *salt, size_t salt_len, const uint8_t 
 				 okm, okm_len);
 }
 
+/* Both schedules live inline (mbedtls points rk into buf): no allocation. */
+typedef struct {
+	mbedtls_aes_context enc, dec;
+} mbed_aes_t;
+
+_Static_assert(sizeof(mbed_aes_t) <= SS_AES_STATE_SIZE, "grow SS_AES_STATE_SIZE");
+_Static_assert(_Alignof(mbed_aes_t) <= 16, "ss_aes_block_t.state is 16-aligned");
+
+static mbed_aes_t *aes_st(ss_aes_block_t *b)
+{
+	return (mbed_aes_t *)b->state;
+}
+
+static int mbed_aes_init(ss_aes_block_t *b)
+{
+	memset(b, 0, sizeof(*b));
+	mbedtls_aes_init(&aes_st(b)->enc);
+	mbedtls_aes_init(&aes_st(b)->dec);
+	return 0;
+}
+
+static void mbed_aes_wipe(ss_aes_block_t *b)
+{
+	mbed_aes_t *s = aes_st(b);
+
+	/* mbedtls_aes_free zeroes the context; init makes it usable again. */
+	mbedtls_aes_free(&s->enc);
+	mbedtls_aes_free(&s->dec);
+	mbedtls_aes_init(&s->enc);
+	mbedtls_aes_init(&s->dec);
+	b->keyed = false;
+	b->key_len = 0;
+}
+
+static int mbed_aes_setkey(ss_aes_block_t *b, const uint8_t *key, size_t key_len)
+{
+	mbed_aes_t *s = aes_st(b);
+
+	b->keyed = false;
+	if ((key_len != 16 && key_len != 32) ||
+	    mbedtls_aes_setkey_enc(&s->enc, key, (unsigned)key_len * 8) != 0 ||
+	    mbedtls_aes_setkey_dec(&s->dec, key, (unsigned)key_len * 8) != 0) {
+		mbed_aes_wipe(b);
+		return -EINVAL;
+	}
+	b->key_len = (uint8_t)key_len;
+	b->keyed = true;
+	return 0;
+}
+
+static int mbed_aes_encrypt(ss_aes_block_t *b, const uint8_t in[static SS_AES_BLOCK_LEN],
+			    uint8_t out[static SS_AES_BLOCK_LEN])
+{
+	if (!b->keyed)
+		return -EINVAL;
+	return mbedtls_aes_crypt_ecb(&aes_st(b)->enc, MBEDTLS_AES_ENCRYPT, in, out) == 0 ? 0 : -EIO;
+}
+
+static int mbed_aes_decrypt(ss_aes_block_t *b, const uint8_t in[static SS_AES_BLOCK_LEN],
+			    uint8_t out[static SS_AES_BLOCK_LEN])
+{
+	if (!b->keyed)
+		return -EINVAL;
+	return mbedtls_aes_crypt_ecb(&aes_st(b)->dec, MBEDTLS_AES_DECRYPT, in, out) == 0 ? 0 : -EIO;
+}
+
+static void mbed_aes_free(ss_aes_block_t *b)
+{
+	mbed_aes_t *s = aes_st(b);
+
+	mbedtls_aes_free(&s->enc);
+	mbedtls_aes_free(&s->dec);
+	b->keyed = false;
+	b->key_len = 0;
+}
+
 const ss_crypto_backend_t ss_crypto_sodium = {
     .name = "sodium",
     .aead_init = sodium_aead_init,
@@ -208,6 +286,12 @@ const ss_crypto_backend_t ss_crypto_sodium = {
     .aead_free = sodium_aead_free,
     .hkdf_sha1 = sodium_hkdf_sha1,
     .aead_wipe = sodium_aead_wipe,
+    .aes_init = mbed_aes_init,
+    .aes_setkey = mbed_aes_setkey,
+    .aes_encrypt = mbed_aes_encrypt,
+    .aes_decrypt = mbed_aes_decrypt,
+    .aes_wipe = mbed_aes_wipe,
+    .aes_free = mbed_aes_free,
 };
 
 const ss_crypto_backend_t ss_crypto_sodium_portable = {
@@ -219,4 +303,10 @@ const ss_crypto_backend_t ss_crypto_sodium_portable = {
     .aead_free = sodium_aead_free,
     .hkdf_sha1 = sodium_hkdf_sha1,
     .aead_wipe = sodium_aead_wipe,
+    .aes_init = mbed_aes_init,
+    .aes_setkey = mbed_aes_setkey,
+    .aes_encrypt = mbed_aes_encrypt,
+    .aes_decrypt = mbed_aes_decrypt,
+    .aes_wipe = mbed_aes_wipe,
+    .aes_free = mbed_aes_free,
 };

@@ -213,6 +213,13 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	}
 	inst->cfg = cfg;
 	inst->loop = loop;
+	if (cfg->method->kind != SS_METHOD_AEAD) {
+		/* The 2022 codecs exist; the relay does not drive them yet. */
+		snprintf(err, errlen, "method '%s' is not supported by the relay yet; use an AEAD "
+			 "method such as %s", cfg->method->name, SS_DEFAULT_METHOD);
+		free(inst);
+		return -ENOTSUP;
+	}
 	inst->be = ss_crypto_default();
 	inst->ops = cfg->prog == SS_PROG_SERVER   ? &ss_hs_server
 		    : cfg->prog == SS_PROG_TUNNEL ? &ss_hs_tunnel

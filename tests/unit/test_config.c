@@ -225,6 +225,38 @@ static void test_key_flag(void **state)
 		     "not base64!", NULL);
 }
 
+/* 2022 methods take the base64 PSK as password, never EVP_BytesToKey. */
+static void test_2022_psk(void **state)
+{
+	(void)state;
+	uint8_t want[16];
+	for (int i = 0; i < 16; i++)
+		want[i] = (uint8_t)(i + 1);
+
+	expect_run(SS_PROG_SERVER, "-p", "1", "-m", "2022-blake3-aes-128-gcm", "-k",
+		   "AQIDBAUGBwgJCgsMDQ4PEA==", NULL);
+	assert_memory_equal(cfg.key, want, 16);
+	assert_string_equal(cfg.password, "");
+	expect_run(SS_PROG_SERVER, "-p", "1", "-m", "2022-blake3-aes-128-gcm", "--key",
+		   "AQIDBAUGBwgJCgsMDQ4PEA==", NULL);
+	assert_memory_equal(cfg.key, want, 16);
+
+	expect_error("-k/\"password\": invalid PSK for 2022-blake3-aes-256-gcm: it must be the "
+		     "base64 of exactly 32 bytes (make one with: openssl rand -base64 32)",
+		     SS_PROG_SERVER, "-p", "1", "-m", "2022-blake3-aes-256-gcm", "-k", "password",
+		     NULL);
+	expect_error("invalid PSK", SS_PROG_SERVER, "-p", "1", "-m", "2022-blake3-aes-256-gcm",
+		     "-k", "AQIDBAUGBwgJCgsMDQ4PEA==", NULL);
+	expect_error("has no identity headers", SS_PROG_SERVER, "-p", "1", "-m",
+		     "2022-blake3-chacha20-poly1305", "-k",
+		     "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=:"
+		     "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=",
+		     NULL);
+	expect_error("identity PSKs (iPSK:uPSK) are not supported yet", SS_PROG_SERVER, "-p", "1",
+		     "-m", "2022-blake3-aes-128-gcm", "-k",
+		     "AQIDBAUGBwgJCgsMDQ4PEA==:AQIDBAUGBwgJCgsMDQ4PEA==", NULL);
+}
+
 static void test_help(void **state)
 {
 	(void)state;
@@ -844,6 +876,7 @@ int main(void)
 	    cmocka_unit_test(test_local_every_flag),
 	    cmocka_unit_test(test_long_forms),
 	    cmocka_unit_test(test_key_flag),
+	    cmocka_unit_test(test_2022_psk),
 	    cmocka_unit_test(test_help),
 	    cmocka_unit_test(test_tunnel),
 	    cmocka_unit_test(test_server),

@@ -14,7 +14,8 @@
 
 #define SUPPORTED                                                                                  \
 	"aes-128-gcm, aes-192-gcm, aes-256-gcm, chacha20-ietf-poly1305, "                          \
-	"xchacha20-ietf-poly1305"
+	"xchacha20-ietf-poly1305, 2022-blake3-aes-128-gcm, 2022-blake3-aes-256-gcm, "              \
+	"2022-blake3-chacha20-poly1305"
 
 static size_t unhex(const char *hex, uint8_t *out)
 {
@@ -44,14 +45,23 @@ static void test_lookup(void **state)
 {
 	static const struct {
 		const char *name;
+		ss_method_kind_t kind;
 		ss_aead_alg_t alg;
 		uint8_t key, salt, nonce;
+		bool identity;
 	} want[] = {
-	    {"aes-128-gcm", SS_AEAD_AES_GCM, 16, 16, 12},
-	    {"aes-192-gcm", SS_AEAD_AES_GCM, 24, 24, 12},
-	    {"aes-256-gcm", SS_AEAD_AES_GCM, 32, 32, 12},
-	    {"chacha20-ietf-poly1305", SS_AEAD_CHACHA20_POLY1305, 32, 32, 12},
-	    {"xchacha20-ietf-poly1305", SS_AEAD_XCHACHA20_POLY1305, 32, 32, 24},
+	    {"aes-128-gcm", SS_METHOD_AEAD, SS_AEAD_AES_GCM, 16, 16, 12, false},
+	    {"aes-192-gcm", SS_METHOD_AEAD, SS_AEAD_AES_GCM, 24, 24, 12, false},
+	    {"aes-256-gcm", SS_METHOD_AEAD, SS_AEAD_AES_GCM, 32, 32, 12, false},
+	    {"chacha20-ietf-poly1305", SS_METHOD_AEAD, SS_AEAD_CHACHA20_POLY1305, 32, 32, 12,
+	     false},
+	    {"xchacha20-ietf-poly1305", SS_METHOD_AEAD, SS_AEAD_XCHACHA20_POLY1305, 32, 32, 24,
+	     false},
+	    /* SIP022 section 2.1 table; ChaCha20 from section 4. */
+	    {"2022-blake3-aes-128-gcm", SS_METHOD_2022, SS_AEAD_AES_GCM, 16, 16, 12, true},
+	    {"2022-blake3-aes-256-gcm", SS_METHOD_2022, SS_AEAD_AES_GCM, 32, 32, 12, true},
+	    {"2022-blake3-chacha20-poly1305", SS_METHOD_2022, SS_AEAD_CHACHA20_POLY1305, 32, 32, 12,
+	     false},
 	};
 	const char *const *names = ss_method_names();
 	(void)state;
@@ -59,7 +69,8 @@ static void test_lookup(void **state)
 	for (size_t i = 0; i < SS_ARRAY_LEN(want); i++) {
 		const ss_method_t *m = lookup(want[i].name);
 
-		assert_int_equal(m->kind, SS_METHOD_AEAD);
+		assert_int_equal(m->kind, want[i].kind);
+		assert_int_equal(ss_method_has_identity(m), want[i].identity);
 		assert_int_equal(m->alg, want[i].alg);
 		assert_int_equal(m->key_len, want[i].key);
 		assert_int_equal(m->salt_len, want[i].salt);
@@ -220,12 +231,109 @@ static void test_base64(void **state)
 	    ss_key_from_base64(m128, "+/4BBAcKDRATFhkcHyIlKCsuMTQ3Oj1AQ0ZJTE9SVVg=", key), -EINVAL);
 }
 
+/* 2022 PSK lists. Keys from python3 base64.b64encode of the bytes named. */
+#define K16_00 "AAAAAAAAAAAAAAAAAAAAAA=="                     /* 16 x 0x00 */
+#define K16_01 "AQEBAQEBAQEBAQEBAQEBAQ=="                     /* 16 x 0x01 */
+#define K16_02 "AgICAgICAgICAgICAgICAg=="                     /* 16 x 0x02 */
+#define K32_03 "AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM=" /* 32 x 0x03 */
+#define K32_04 "BAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQ=" /* 32 x 0x04 */
+
+static void check_psks(const ss_psk_list_t *l, const uint8_t *bytes, size_t n, size_t key_len)
+{
+	assert_int_equal(l->n, n);
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < key_len; j++)
+			assert_int_equal(l->keys[i][j], bytes[i]);
+}
+
+static void test_psk(void **state)
+{
+	const ss_method_t *m128 = lookup("2022-blake3-aes-128-gcm");
+	const ss_method_t *m256 = lookup("2022-blake3-aes-256-gcm");
+	const ss_method_t *mcha = lookup("2022-blake3-chacha20-poly1305");
+	ss_psk_list_t l;
+	char err[300];
+	(void)state;
+
+	assert_int_equal(ss_psk_parse(m128, K16_01, &l, err, sizeof(err)), 0);
+	check_psks(&l, (const uint8_t[]){1}, 1, 16);
+	assert_int_equal(ss_psk_parse(m128, K16_00 ":" K16_01 ":" K16_02, &l, err, sizeof(err)), 0);
+	check_psks(&l, (const uint8_t[]){0, 1, 2}, 3, 16);
+	assert_int_equal(ss_psk_parse(m256, K32_03 ":" K32_04, &l, err, sizeof(err)), 0);
+	check_psks(&l, (const uint8_t[]){3, 4}, 2, 32);
+	/* URL-safe and unpadded forms, as --key. */
+	assert_int_equal(
+	    ss_psk_parse(mcha, "AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM", &l, err, sizeof(err)),
+	    0);
+	check_psks(&l, (const uint8_t[]){3}, 1, 32);
+
+	/* A key of the wrong length, a password, an empty part. */
+	assert_int_equal(ss_psk_parse(m256, K16_01, &l, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "invalid PSK for 2022-blake3-aes-256-gcm: it must be the base64 "
+				 "of exactly 32 bytes (make one with: openssl rand -base64 32)");
+	assert_int_equal(l.n, 0);
+	assert_int_equal(ss_psk_parse(m128, "hunter2", &l, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "invalid PSK for 2022-blake3-aes-128-gcm: it must be the base64 "
+				 "of exactly 16 bytes (make one with: openssl rand -base64 16)");
+	/* The rejected text is a secret: never echoed. */
+	assert_null(strstr(err, "hunter2"));
+	assert_int_equal(ss_psk_parse(m128, "", &l, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "empty PSK for 2022-blake3-aes-128-gcm: it must be the base64 "
+				 "of exactly 16 bytes (make one with: openssl rand -base64 16)");
+	assert_int_equal(ss_psk_parse(m128, K16_00 ":" K32_03, &l, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "invalid PSK (part 2 of 2) for 2022-blake3-aes-128-gcm: it must "
+				 "be the base64 of exactly 16 bytes (make one with: openssl rand "
+				 "-base64 16)");
+	assert_int_equal(ss_psk_parse(m128, K16_00 "::" K16_01, &l, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "empty PSK (part 2 of 3)"));
+	assert_int_equal(ss_psk_parse(m128, K16_00 ":", &l, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "empty PSK (part 2 of 2)"));
+	/* A part longer than any key is refused, not truncated. */
+	assert_int_equal(ss_psk_parse(m256, K32_03 K32_03, &l, err, sizeof(err)), -EINVAL);
+
+	/* Identity PSKs need identity headers: AES only. */
+	assert_int_equal(ss_psk_parse(mcha, K32_03 ":" K32_04, &l, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "2022-blake3-chacha20-poly1305 has no identity headers, so it "
+				 "takes one PSK, not a list (iPSK:uPSK); use "
+				 "2022-blake3-aes-128-gcm or 2022-blake3-aes-256-gcm for multiple "
+				 "users");
+	assert_int_equal(l.n, 0);
+
+	/* At most SS_PSK_MAX. */
+	assert_int_equal(ss_psk_parse(m128,
+				      K16_00 ":" K16_00 ":" K16_00 ":" K16_00 ":" K16_00 ":" K16_00
+					     ":" K16_00 ":" K16_01,
+				      &l, err, sizeof(err)),
+			 0);
+	assert_int_equal(l.n, SS_PSK_MAX);
+	assert_int_equal(ss_psk_parse(m128,
+				      K16_00 ":" K16_00 ":" K16_00 ":" K16_00 ":" K16_00 ":" K16_00
+					     ":" K16_00 ":" K16_00 ":" K16_01,
+				      &l, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "too many PSKs for 2022-blake3-aes-128-gcm: 9 given, at most 8");
+
+	/* Not a 2022 method; no error buffer at all. */
+	assert_int_equal(ss_psk_parse(lookup("aes-128-gcm"), K16_01, &l, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(ss_psk_parse(m128, "x", &l, NULL, 0), -EINVAL);
+
+	/* --key takes the same base64 for a 2022 method. */
+	{
+		uint8_t key[32];
+
+		assert_int_equal(ss_key_from_base64(m256, K32_04, key), 0);
+		assert_int_equal(key[31], 4);
+		assert_int_equal(ss_key_from_base64(m256, K16_01, key), -EINVAL);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_lookup),  cmocka_unit_test(test_removed),
 	    cmocka_unit_test(test_unknown), cmocka_unit_test(test_password),
-	    cmocka_unit_test(test_base64),
+	    cmocka_unit_test(test_base64),  cmocka_unit_test(test_psk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -412,6 +412,99 @@ static void test_rekey_and_wipe(void **state)
 	}
 }
 
+/* FIPS-197 appendix C.1 (AES-128) and C.3 (AES-256); then the backends
+ * against each other on random keys and blocks. */
+static void test_aes_block(void **state)
+{
+	static const struct {
+		const char *key, *pt, *ct;
+	} kat[] = {
+	    {"000102030405060708090a0b0c0d0e0f", "00112233445566778899aabbccddeeff",
+	     "69c4e0d86a7b0430d8cdb78070b4c55a"},
+	    {"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+	     "00112233445566778899aabbccddeeff", "8ea2b7ca516745bfeafc49904b496089"},
+	};
+	(void)state;
+
+	for (size_t b = 0; b < SS_ARRAY_LEN(backends); b++) {
+		const ss_crypto_backend_t *be = backends[b];
+		ss_aes_block_t a;
+
+		assert_int_equal(be->aes_init(&a), 0);
+		assert_false(a.keyed);
+		/* Twice over, so the second pass re-keys a used state, across key
+		 * sizes and back. */
+		for (int pass = 0; pass < 2; pass++) {
+			for (size_t i = 0; i < SS_ARRAY_LEN(kat); i++) {
+				uint8_t key[32], pt[16], ct[16], out[16], buf[16];
+				size_t key_len = unhex(kat[i].key, key);
+
+				unhex(kat[i].pt, pt);
+				unhex(kat[i].ct, ct);
+				assert_int_equal(be->aes_setkey(&a, key, key_len), 0);
+				assert_true(a.keyed);
+				assert_int_equal(a.key_len, key_len);
+				assert_int_equal(be->aes_encrypt(&a, pt, out), 0);
+				assert_memory_equal(out, ct, 16);
+				assert_int_equal(be->aes_decrypt(&a, ct, out), 0);
+				assert_memory_equal(out, pt, 16);
+				/* In place, both ways. */
+				memcpy(buf, pt, 16);
+				assert_int_equal(be->aes_encrypt(&a, buf, buf), 0);
+				assert_memory_equal(buf, ct, 16);
+				assert_int_equal(be->aes_decrypt(&a, buf, buf), 0);
+				assert_memory_equal(buf, pt, 16);
+			}
+		}
+		{
+			uint8_t key[32] = {0}, blk[16] = {0};
+
+			/* Only AES-128 and AES-256 keys; a refused key leaves none. */
+			assert_int_equal(be->aes_setkey(&a, key, 24), -EINVAL);
+			assert_false(a.keyed);
+			assert_int_equal(be->aes_encrypt(&a, blk, blk), -EINVAL);
+			assert_int_equal(be->aes_decrypt(&a, blk, blk), -EINVAL);
+			assert_int_equal(be->aes_setkey(&a, key, 0), -EINVAL);
+			assert_int_equal(be->aes_setkey(&a, key, 17), -EINVAL);
+			/* Wiped: refused until the next key, which works again. */
+			assert_int_equal(be->aes_setkey(&a, key, 16), 0);
+			be->aes_wipe(&a);
+			assert_false(a.keyed);
+			assert_int_equal(be->aes_encrypt(&a, blk, blk), -EINVAL);
+			assert_int_equal(be->aes_setkey(&a, key, 32), 0);
+			assert_int_equal(be->aes_encrypt(&a, blk, blk), 0);
+		}
+		be->aes_free(&a);
+		be->aes_free(&a);
+		memset(&a, 0, sizeof(a));
+		be->aes_wipe(&a);
+		be->aes_free(&a);
+	}
+
+	for (size_t b = 1; b < SS_ARRAY_LEN(backends); b++) {
+		ss_aes_block_t ref, got;
+
+		assert_int_equal(ss_crypto_sodium.aes_init(&ref), 0);
+		assert_int_equal(backends[b]->aes_init(&got), 0);
+		for (int i = 0; i < 200; i++) {
+			uint8_t key[32], blk[16], want[16], out[16];
+			size_t key_len = i % 2 ? 32 : 16;
+
+			ss_random_bytes(key, sizeof(key));
+			ss_random_bytes(blk, sizeof(blk));
+			assert_int_equal(ss_crypto_sodium.aes_setkey(&ref, key, key_len), 0);
+			assert_int_equal(backends[b]->aes_setkey(&got, key, key_len), 0);
+			assert_int_equal(ss_crypto_sodium.aes_encrypt(&ref, blk, want), 0);
+			assert_int_equal(backends[b]->aes_encrypt(&got, blk, out), 0);
+			assert_memory_equal(out, want, 16);
+			assert_int_equal(backends[b]->aes_decrypt(&got, want, out), 0);
+			assert_memory_equal(out, blk, 16);
+		}
+		ss_crypto_sodium.aes_free(&ref);
+		backends[b]->aes_free(&got);
+	}
+}
+
 static void test_helpers(void **state)
 {
 	uint8_t out[16], want[16], a[32], b[32];
@@ -450,7 +543,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_aead_kats),      cmocka_unit_test(test_hkdf_sha1),
 	    cmocka_unit_test(test_hkdf_cross),     cmocka_unit_test(test_differential),
-	    cmocka_unit_test(test_rekey_and_wipe), cmocka_unit_test(test_helpers),
+	    cmocka_unit_test(test_rekey_and_wipe), cmocka_unit_test(test_aes_block),
+	    cmocka_unit_test(test_helpers),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -1,0 +1,57 @@
+#ifndef SS_CRYPTO_SALTPOOL_H
+#define SS_CRYPTO_SALTPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Salt pool for Shadowsocks 2022 (SIP022 section 3.1.5): the exact set of
+ * request salts seen in the last `ttl` seconds. Unlike the Bloom filters of
+ * replay.h it never reports a salt it has not seen, as the spec demands.
+ *
+ * Salts sit in a ring in arrival order, so expiry pops the oldest; an open
+ * addressing table (linear probing, keyed SipHash, at most half full) finds
+ * them. All memory is taken at ss_saltpool_init; nothing is allocated per
+ * salt. When every entry is younger than ttl the pool is full and refuses
+ * new salts rather than forget one early. */
+
+#define SS_SALTPOOL_MAX_SALT 32
+
+typedef struct ss_saltpool_entry {
+	uint8_t salt[SS_SALTPOOL_MAX_SALT];
+	uint64_t time; /* when it was added */
+	uint32_t hash; /* low bits pick its home slot */
+	uint8_t len;
+} ss_saltpool_entry_t;
+
+typedef struct ss_saltpool {
+	ss_saltpool_entry_t *ring; /* capacity entries, the oldest at head */
+	uint32_t *slots;           /* ring index + 1, or 0 for an empty slot */
+	size_t capacity;
+	size_t head;
+	size_t count;
+	size_t mask; /* slots - 1, slots a power of two >= 2 * capacity */
+	uint64_t ttl;
+	uint8_t hash_key[16]; /* random: peers cannot aim collisions */
+} ss_saltpool_t;
+
+/* capacity: salts held at once (the most new connections per ttl seconds);
+ * ttl: seconds a salt is remembered (SIP022: 60). 0, -EINVAL for a zero
+ * capacity or ttl or a capacity over 2^30, or -ENOMEM.
+ * ss_crypto_global_init must have run (the hash key is random). */
+int ss_saltpool_init(ss_saltpool_t *p, size_t capacity, uint64_t ttl);
+/* Safe on a zeroed ss_saltpool_t, and twice. */
+void ss_saltpool_free(ss_saltpool_t *p);
+
+/* Forgets the salts added more than ttl seconds before now (unix seconds).
+ * ss_saltpool_check_add does this itself. */
+void ss_saltpool_expire(ss_saltpool_t *p, uint64_t now);
+
+/* Checks salt (1..32 bytes) against the salts of the last ttl seconds and, if
+ * new, records it at time now. 0: new, now recorded; -EEXIST: seen (a
+ * replay); -ENOBUFS: new but the pool is full, not recorded (refuse the
+ * connection); -EINVAL: bad length.
+ * now should not go backwards; if it does, salts still expire in the order
+ * they were added, so a few are kept longer than ttl (never shorter). */
+int ss_saltpool_check_add(ss_saltpool_t *p, const uint8_t *salt, size_t len, uint64_t now);
+
+#endif

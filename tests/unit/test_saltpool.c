@@ -1,0 +1,171 @@
+/* The 2022 salt pool: exact membership for ttl seconds, fixed capacity. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "crypto/primitives.h"
+#include "crypto/saltpool.h"
+
+static int setup(void **state)
+{
+	(void)state;
+	return ss_crypto_global_init();
+}
+
+static void salt_of(uint32_t v, uint8_t *salt, size_t len)
+{
+	memset(salt, 0, len);
+	memcpy(salt, &v, sizeof(v));
+}
+
+static void test_init(void **state)
+{
+	ss_saltpool_t p;
+	uint8_t salt[33] = {0};
+	(void)state;
+
+	assert_int_equal(ss_saltpool_init(&p, 0, 60), -EINVAL);
+	assert_int_equal(ss_saltpool_init(&p, 10, 0), -EINVAL);
+	assert_int_equal(ss_saltpool_init(&p, ((size_t)1 << 30) + 1, 60), -EINVAL);
+	/* A failed init leaves a pool that refuses everything and frees. */
+	assert_int_equal(ss_saltpool_check_add(&p, salt, 16, 1), -EINVAL);
+	ss_saltpool_free(&p);
+
+	assert_int_equal(ss_saltpool_init(&p, 1, 60), 0);
+	assert_int_equal(ss_saltpool_check_add(&p, salt, 0, 1), -EINVAL);
+	assert_int_equal(ss_saltpool_check_add(&p, salt, 33, 1), -EINVAL);
+	assert_int_equal(ss_saltpool_check_add(&p, salt, 32, 1), 0);
+	ss_saltpool_free(&p);
+	ss_saltpool_free(&p);
+}
+
+static void test_seen_and_expiry(void **state)
+{
+	ss_saltpool_t p;
+	uint8_t a[32], b[32];
+	(void)state;
+
+	assert_int_equal(ss_saltpool_init(&p, 100, 60), 0);
+	ss_random_bytes(a, sizeof(a));
+	memcpy(b, a, sizeof(b));
+	b[31] ^= 1;
+
+	assert_int_equal(ss_saltpool_check_add(&p, a, 32, 1000), 0);
+	assert_int_equal(ss_saltpool_check_add(&p, a, 32, 1000), -EEXIST);
+	/* One bit, or a prefix, is another salt. */
+	assert_int_equal(ss_saltpool_check_add(&p, b, 32, 1000), 0);
+	assert_int_equal(ss_saltpool_check_add(&p, a, 16, 1000), 0);
+	assert_int_equal(ss_saltpool_check_add(&p, a, 16, 1001), -EEXIST);
+	assert_int_equal(p.count, 3);
+
+	/* Remembered for the whole ttl: 60 s after, still seen... */
+	assert_int_equal(ss_saltpool_check_add(&p, a, 32, 1060), -EEXIST);
+	/* ...then forgotten, and accepted (and remembered) again. */
+	assert_int_equal(ss_saltpool_check_add(&p, a, 32, 1061), 0);
+	assert_int_equal(p.count, 1);
+	assert_int_equal(ss_saltpool_check_add(&p, a, 32, 1121), -EEXIST);
+	assert_int_equal(ss_saltpool_check_add(&p, b, 32, 1121), 0);
+
+	/* A clock going back forgets nothing early. */
+	assert_int_equal(ss_saltpool_check_add(&p, b, 32, 900), -EEXIST);
+	ss_saltpool_expire(&p, 2000);
+	assert_int_equal(p.count, 0);
+	ss_saltpool_free(&p);
+}
+
+static void test_full(void **state)
+{
+	ss_saltpool_t p;
+	uint8_t s[16];
+	(void)state;
+
+	assert_int_equal(ss_saltpool_init(&p, 4, 60), 0);
+	for (uint32_t i = 0; i < 4; i++) {
+		salt_of(i, s, sizeof(s));
+		assert_int_equal(ss_saltpool_check_add(&p, s, sizeof(s), 10 + i), 0);
+	}
+	/* Full: a new salt is refused, not let in unrecorded; old ones still
+	 * count as seen. */
+	salt_of(4, s, sizeof(s));
+	assert_int_equal(ss_saltpool_check_add(&p, s, sizeof(s), 20), -ENOBUFS);
+	assert_int_equal(ss_saltpool_check_add(&p, s, sizeof(s), 20), -ENOBUFS);
+	salt_of(2, s, sizeof(s));
+	assert_int_equal(ss_saltpool_check_add(&p, s, sizeof(s), 20), -EEXIST);
+	/* The oldest expires at 71: room for one. */
+	salt_of(4, s, sizeof(s));
+	assert_int_equal(ss_saltpool_check_add(&p, s, sizeof(s), 71), 0);
+	salt_of(5, s, sizeof(s));
+	assert_int_equal(ss_saltpool_check_add(&p, s, sizeof(s), 71), -ENOBUFS);
+	salt_of(0, s, sizeof(s));
+	assert_int_equal(ss_saltpool_check_add(&p, s, sizeof(s), 72), 0);
+	ss_saltpool_free(&p);
+}
+
+/* Against a plain list with the same rules, over a small universe of salts
+ * (many repeats) in a small table (long probe runs, many deletions). */
+static void test_model(void **state)
+{
+	enum { CAP = 64, UNIVERSE = 300, OPS = 200000, TTL = 60 };
+	struct {
+		uint32_t v;
+		uint64_t t;
+	} model[CAP];
+	size_t mhead = 0, mcount = 0;
+	ss_saltpool_t p;
+	uint64_t now = 1000;
+	unsigned seed = 12345;
+	(void)state;
+
+	assert_int_equal(ss_saltpool_init(&p, CAP, TTL), 0);
+	for (int op = 0; op < OPS; op++) {
+		uint8_t s[32];
+		uint32_t v;
+		int want = 0, got;
+
+		seed = seed * 1103515245u + 12345u;
+		now += (seed >> 16) % 7 == 0 ? (seed >> 20) % 5 : 0;
+		seed = seed * 1103515245u + 12345u;
+		v = (seed >> 8) % UNIVERSE;
+		salt_of(v, s, sizeof(s));
+
+		while (mcount > 0 && now - model[mhead].t > TTL) {
+			mhead = (mhead + 1) % CAP;
+			mcount--;
+		}
+		for (size_t i = 0; i < mcount; i++)
+			if (model[(mhead + i) % CAP].v == v)
+				want = -EEXIST;
+		if (want == 0 && mcount == CAP)
+			want = -ENOBUFS;
+		if (want == 0) {
+			model[(mhead + mcount) % CAP].v = v;
+			model[(mhead + mcount) % CAP].t = now;
+			mcount++;
+		}
+		got = ss_saltpool_check_add(&p, s, sizeof(s), now);
+		if (got != want)
+			fail_msg("op %d salt %u at %llu: got %d, want %d", op, v,
+				 (unsigned long long)now, got, want);
+		assert_int_equal(p.count, mcount);
+	}
+	ss_saltpool_free(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_init),
+	    cmocka_unit_test(test_seen_and_expiry),
+	    cmocka_unit_test(test_full),
+	    cmocka_unit_test(test_model),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
