@@ -44,6 +44,20 @@ static inline uint64_t reduce(uint64_t h, uint64_t n)
 #endif
 }
 
+/* Each index goes through a full 64-bit mix: with multiply-shift reduction
+ * the index is taken from the top bits, and a plain h1 + i * h2 sequence
+ * whose h2 lies near a simple fraction of 2^64 would put the k indices on a
+ * handful of bits. */
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xBF58476D1CE4E5B9ull;
+	x ^= x >> 27;
+	x *= 0x94D049BB133111EBull;
+	x ^= x >> 31;
+	return x;
+}
+
 int ss_replay_init(ss_replay_t *r, size_t capacity, double fp_rate)
 {
 	double bits, q = 1.0;
@@ -105,7 +119,7 @@ void ss_replay_free(ss_replay_t *r)
 static bool filter_has(const ss_replay_t *r, const uint8_t *bits, uint64_t h1, uint64_t h2)
 {
 	for (unsigned i = 0; i < r->nhash; i++) {
-		uint64_t b = reduce(h1 + i * h2, r->nbits);
+		uint64_t b = reduce(mix64(h1 + i * h2), r->nbits);
 
 		if (!(bits[b >> 3] & (1u << (b & 7))))
 			return false;
@@ -137,7 +151,7 @@ bool ss_replay_check_add(ss_replay_t *r, const uint8_t *salt, size_t len)
 	}
 	cur = r->bits[r->current];
 	for (unsigned i = 0; i < r->nhash; i++) {
-		uint64_t b = reduce(h1 + i * h2, r->nbits);
+		uint64_t b = reduce(mix64(h1 + i * h2), r->nbits);
 
 		cur[b >> 3] |= (uint8_t)(1u << (b & 7));
 	}

@@ -215,8 +215,10 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->loop = loop;
 	if (cfg->method->kind != SS_METHOD_AEAD) {
 		/* The 2022 codecs exist; the relay does not drive them yet. */
-		snprintf(err, errlen, "method '%s' is not supported by the relay yet; use an AEAD "
-			 "method such as %s", cfg->method->name, SS_DEFAULT_METHOD);
+		snprintf(err, errlen,
+			 "method '%s' is not supported by the relay yet; use an AEAD "
+			 "method such as %s",
+			 cfg->method->name, SS_DEFAULT_METHOD);
 		free(inst);
 		return -ENOTSUP;
 	}

@@ -88,8 +88,12 @@ static socklen_t udp_salen(const struct sockaddr *sa)
 static void udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
 	if (a->control) {
-		a->control->udp_assoc = NULL;
+		/* The SOCKS5 connection still stands (the association expired
+		 * or was evicted): it waits again, so the client's next datagram
+		 * starts an association that ends with it. */
+		ss_conn_t *c = a->control;
 		a->control = NULL;
+		ss_udp_control_add(u, c);
 	}
 	ev_io_stop(u->loop, &a->io);
 	close(a->io.fd);
@@ -145,10 +149,13 @@ static int udp_assoc_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 		}
 		return fd;
 	}
+	a->family = AF_INET;
 	if (o->bind4 && !o->bind6)
 		return ss_sock_udp_open(AF_INET, o);
 	fd = ss_sock_udp_open(AF_INET6, o);
-	if (fd == -EAFNOSUPPORT)
+	if (fd >= 0)
+		a->family = AF_INET6;
+	else if (fd == -EAFNOSUPPORT)
 		fd = ss_sock_udp_open(AF_INET, o);
 	return fd;
 }
@@ -303,13 +310,9 @@ static void udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 		return;
 	}
 	u->stats.datagrams_in++;
-	if (inst->cfg->mtu && n > inst->cfg->mtu) {
-		udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
-		return;
-	}
+	size_t used = 0; /* ss-local: the SOCKS5 header; --mtu counts what follows */
 	if (u->socks5) {
 		ss_addr_t target;
-		size_t used;
 		if (n < 3 || ss_socks5_parse_udp(data, (size_t)n, &target, &used) != SS_OK) {
 			udp_drop(u, (struct sockaddr *)&from, "malformed SOCKS5 UDP header");
 			return;
@@ -321,6 +324,10 @@ static void udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 		plen = (size_t)n - 3;
 	} else {
 		plen = hdr + (size_t)n;
+	}
+	if (inst->cfg->mtu && (size_t)n - used > (size_t)inst->cfg->mtu) {
+		udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
+		return;
 	}
 	ss_udp_assoc_t *a = udp_assoc_get(u, (struct sockaddr *)&from, fromlen, l->index);
 	if (!a) {
@@ -388,13 +395,9 @@ static void udp_server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t 
 			    const struct sockaddr *to)
 {
 	struct sockaddr_in6 mapped;
-	int family;
-	socklen_t flen = sizeof(family);
 
 	/* A dual-stack socket reaches IPv4 targets through mapped addresses. */
-	if (to->sa_family == AF_INET &&
-	    getsockopt(a->io.fd, SOL_SOCKET, SO_DOMAIN, &family, &flen) == 0 &&
-	    family == AF_INET6) {
+	if (to->sa_family == AF_INET && a->family == AF_INET6) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)to;
 		memset(&mapped, 0, sizeof(mapped));
 		mapped.sin6_family = AF_INET6;

@@ -30,6 +30,7 @@ typedef struct ss_udp_assoc {
 	ev_io io;                /* the outbound socket */
 	uint8_t listener;        /* which listening socket the client talks to */
 	uint8_t server;          /* clients: the server this association uses */
+	uint8_t family;          /* of the outbound socket */
 	struct ss_conn *control; /* ss-local: the SOCKS5 connection it belongs to */
 } ss_udp_assoc_t;
 

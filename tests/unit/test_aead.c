@@ -592,13 +592,131 @@ static void test_packet(void **state)
 	}
 }
 
+/* Packets under the wrong key, the wrong method or the wrong state never
+ * open; sizes up to the largest UDP datagram round trip; a packet with a
+ * byte added or removed fails. */
+static void test_packet_keys_and_sizes(void **state)
+{
+	enum { BIG = 65507 };
+	uint8_t key[32], key2[32], *in = malloc(BIG), *out = malloc(BIG + 64),
+				   *buf = malloc(BIG + 64), *plain;
+	(void)state;
+
+	assert_non_null(in);
+	assert_non_null(out);
+	assert_non_null(buf);
+	ss_random_bytes(key, sizeof(key));
+	ss_random_bytes(in, BIG);
+	for (size_t mi = 0; mi < SS_ARRAY_LEN(method_names); mi++) {
+		const ss_method_t *m = method(method_names[mi]);
+		const size_t over = m->salt_len + SS_AEAD_TAG_LEN;
+
+		for (size_t x = 0; x < SS_ARRAY_LEN(backends); x++) {
+			const ss_crypto_backend_t *A = backends[x];
+			const ss_crypto_backend_t *B = backends[(x + 1) % SS_ARRAY_LEN(backends)];
+			ss_aead_t a, b;
+
+			assert_int_equal(A->aead_init(&a, m->alg), 0);
+			assert_int_equal(B->aead_init(&b, m->alg), 0);
+
+			/* The largest datagrams, and sizes around the stream
+			 * codec's chunk limit (a packet has no chunks). */
+			const size_t sizes[] = {SS_AEAD_MAX_PAYLOAD, SS_AEAD_MAX_PAYLOAD + 1, 65000,
+						BIG - over};
+			for (size_t si = 0; si < SS_ARRAY_LEN(sizes); si++) {
+				size_t len = sizes[si];
+				long n = ss_aead_seal_packet(m, A, &a, key, in, len, out, BIG + 64);
+				assert_int_equal(n, len + over);
+				memcpy(buf, out, (size_t)n);
+				assert_int_equal(
+				    ss_aead_open_packet(m, B, &b, key, buf, (size_t)n, &plain),
+				    len);
+				assert_memory_equal(plain, in, len);
+			}
+
+			long n = ss_aead_seal_packet(m, A, &a, key, in, 300, out, BIG + 64);
+			assert_int_equal(n, 300 + over);
+
+			/* Every single-bit difference in the key. */
+			for (size_t bit = 0; bit < m->key_len * 8; bit += 7) {
+				memcpy(key2, key, sizeof(key2));
+				key2[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+				memcpy(buf, out, (size_t)n);
+				assert_int_equal(
+				    ss_aead_open_packet(m, B, &b, key2, buf, (size_t)n, &plain),
+				    -EBADMSG);
+			}
+			/* Bytes of the key beyond the method's length are not used. */
+			memcpy(key2, key, sizeof(key2));
+			if (m->key_len < sizeof(key2))
+				key2[m->key_len] ^= 1;
+			memcpy(buf, out, (size_t)n);
+			assert_int_equal(
+			    ss_aead_open_packet(m, B, &b, key2, buf, (size_t)n, &plain), 300);
+			assert_memory_equal(plain, in, 300);
+
+			/* A byte more or less at the end. */
+			memcpy(buf, out, (size_t)n);
+			buf[n] = 0;
+			assert_int_equal(
+			    ss_aead_open_packet(m, B, &b, key, buf, (size_t)n + 1, &plain),
+			    -EBADMSG);
+			memcpy(buf, out, (size_t)n);
+			assert_int_equal(
+			    ss_aead_open_packet(m, B, &b, key, buf, (size_t)n - 1, &plain),
+			    -EBADMSG);
+			/* An empty payload is a valid packet; zeros are not. */
+			n = ss_aead_seal_packet(m, A, &a, key, in, 0, out, over);
+			assert_int_equal(n, over);
+			memcpy(buf, out, (size_t)n);
+			assert_int_equal(ss_aead_open_packet(m, B, &b, key, buf, (size_t)n, &plain),
+					 0);
+			memset(buf, 0, over + 50);
+			assert_int_equal(ss_aead_open_packet(m, B, &b, key, buf, over + 50, &plain),
+					 -EBADMSG);
+			assert_int_equal(ss_aead_seal_packet(m, A, &a, key, in, 0, out, over - 1),
+					 -ENOSPC);
+
+			/* Under every other method the packet does not open. */
+			n = ss_aead_seal_packet(m, A, &a, key, in, 300, out, BIG + 64);
+			for (size_t oi = 0; oi < SS_ARRAY_LEN(method_names); oi++) {
+				const ss_method_t *o = method(method_names[oi]);
+				ss_aead_t ob;
+				if (o == m)
+					continue;
+				assert_int_equal(B->aead_init(&ob, o->alg), 0);
+				memcpy(buf, out, (size_t)n);
+				assert_int_equal(
+				    ss_aead_open_packet(o, B, &ob, key, buf, (size_t)n, &plain),
+				    -EBADMSG);
+				/* A state set up for another algorithm is refused. */
+				if (o->alg != m->alg) {
+					memcpy(buf, out, (size_t)n);
+					assert_int_equal(ss_aead_open_packet(m, B, &ob, key, buf,
+									     (size_t)n, &plain),
+							 -EINVAL);
+					assert_int_equal(
+					    ss_aead_seal_packet(m, B, &ob, key, in, 10, buf, BIG),
+					    -EINVAL);
+				}
+				B->aead_free(&ob);
+			}
+			A->aead_free(&a);
+			B->aead_free(&b);
+		}
+	}
+	free(in);
+	free(out);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_stream_splits), cmocka_unit_test(test_stream_large),
 	    cmocka_unit_test(test_known_answer),  cmocka_unit_test(test_stream_errors),
 	    cmocka_unit_test(test_enc_copy),      cmocka_unit_test(test_reset),
-	    cmocka_unit_test(test_packet),
+	    cmocka_unit_test(test_packet),        cmocka_unit_test(test_packet_keys_and_sizes),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -297,6 +297,138 @@ static void test_pipelined(void **state)
 	assert_memory_equal(wire + off, "SSH", 3);
 }
 
+/* UDP request headers (RFC 1928 section 7) */
+
+/* msg is a whole header of hdr_len bytes followed by data: SS_OK with
+ * used == hdr_len, the buffer untouched; every shorter datagram (a header
+ * cut anywhere) is an error, as a datagram never grows. */
+static void check_udp(const uint8_t *msg, size_t len, size_t hdr_len, ss_addr_t *dst)
+{
+	uint8_t copy[600];
+	size_t used;
+
+	assert_true(len <= sizeof(copy));
+	memcpy(copy, msg, len);
+	for (size_t cut = 0; cut < hdr_len; cut++) {
+		used = 999;
+		assert_int_equal(ss_socks5_parse_udp(copy, cut, dst, &used), SS_ERR);
+		assert_int_equal(used, 999);
+	}
+	used = 999;
+	assert_int_equal(ss_socks5_parse_udp(copy, len, dst, &used), SS_OK);
+	assert_int_equal(used, hdr_len);
+	/* A header with no data after it is a datagram with an empty payload. */
+	assert_int_equal(ss_socks5_parse_udp(copy, hdr_len, dst, &used), SS_OK);
+	assert_int_equal(used, hdr_len);
+	assert_memory_equal(copy, msg, len);
+}
+
+static void test_udp_ipv4(void **state)
+{
+	(void)state;
+	const uint8_t msg[] = {0, 0, 0, 0x01, 127, 0, 0, 1, 0x1f, 0x90, 'p', 'i', 'n', 'g'};
+	ss_addr_t dst;
+
+	check_udp(msg, sizeof(msg), 10, &dst);
+	assert_int_equal(dst.atyp, SS_ATYP_IPV4);
+	assert_memory_equal(dst.v4, ((uint8_t[]){127, 0, 0, 1}), 4);
+	assert_int_equal(dst.port, 8080);
+}
+
+static void test_udp_ipv6(void **state)
+{
+	(void)state;
+	uint8_t msg[22 + 100] = {0, 0, 0, 0x04};
+	uint8_t want[16];
+	ss_addr_t dst;
+
+	inet_pton(AF_INET6, "2001:db8::53", want);
+	memcpy(msg + 4, want, 16);
+	msg[20] = 0x00;
+	msg[21] = 0x35;
+	memset(msg + 22, 0xab, 100);
+	check_udp(msg, sizeof(msg), 22, &dst);
+	assert_int_equal(dst.atyp, SS_ATYP_IPV6);
+	assert_memory_equal(dst.v6, want, 16);
+	assert_int_equal(dst.port, 53);
+}
+
+static void test_udp_domain(void **state)
+{
+	(void)state;
+	uint8_t msg[3 + 1 + 1 + 255 + 2 + 8] = {0, 0, 0, 0x03, 9};
+	ss_addr_t dst;
+
+	memcpy(msg + 5, "localhost", 9);
+	msg[14] = 0x30;
+	msg[15] = 0x39;
+	memcpy(msg + 16, "datadata", 8);
+	check_udp(msg, 24, 16, &dst);
+	assert_int_equal(dst.atyp, SS_ATYP_DOMAIN);
+	assert_string_equal(dst.domain, "localhost");
+	assert_int_equal(dst.domain_len, 9);
+	assert_int_equal(dst.port, 12345);
+
+	/* The longest name. */
+	msg[4] = 255;
+	memset(msg + 5, 'x', 255);
+	msg[260] = 0xff;
+	msg[261] = 0xfe;
+	memcpy(msg + 262, "datadata", 8);
+	check_udp(msg, sizeof(msg), 262, &dst);
+	assert_int_equal(dst.domain_len, 255);
+	assert_int_equal(strlen(dst.domain), 255);
+	assert_int_equal(dst.port, 0xfffe);
+}
+
+static void test_udp_frag_left_to_caller(void **state)
+{
+	(void)state;
+	/* FRAG (byte 2) is not the parser's business: any value parses, and
+	 * the caller, which drops fragments, finds it where it was. */
+	for (unsigned frag = 0; frag <= 0xff; frag += 0x11) {
+		const uint8_t msg[] = {0, 0, (uint8_t)frag, 0x01, 10, 0, 0, 1, 0, 53, 'q'};
+		ss_addr_t dst;
+		size_t used = 0;
+
+		assert_int_equal(ss_socks5_parse_udp(msg, sizeof(msg), &dst, &used), SS_OK);
+		assert_int_equal(used, 10);
+		assert_int_equal(msg[2], frag);
+		assert_int_equal(dst.port, 53);
+	}
+	const uint8_t last[] = {0, 0, 0x80, 0x01, 10, 0, 0, 1, 0, 53};
+	ss_addr_t dst;
+	size_t used = 0;
+	assert_int_equal(ss_socks5_parse_udp(last, sizeof(last), &dst, &used), SS_OK);
+	assert_int_equal(used, sizeof(last));
+}
+
+static void test_udp_malformed(void **state)
+{
+	(void)state;
+	ss_addr_t dst;
+	size_t used;
+
+	/* Unknown address types, whatever follows. */
+	const uint8_t atyps[] = {0x00, 0x02, 0x05, 0x06, 0x7f, 0xff};
+	for (size_t i = 0; i < sizeof(atyps); i++) {
+		uint8_t msg[40] = {0, 0, 0, atyps[i], 1, 2, 3, 4, 0, 80};
+		for (size_t len = 4; len <= sizeof(msg); len++)
+			assert_int_equal(ss_socks5_parse_udp(msg, len, &dst, &used), SS_ERR);
+	}
+	/* An empty name, and a name with a NUL in it. */
+	const uint8_t empty[] = {0, 0, 0, 0x03, 0x00, 0x00, 0x50, 'x', 'y'};
+	const uint8_t nul[] = {0, 0, 0, 0x03, 0x02, 'a', 0x00, 0x00, 0x50, 'x'};
+	assert_int_equal(ss_socks5_parse_udp(empty, sizeof(empty), &dst, &used), SS_ERR);
+	assert_int_equal(ss_socks5_parse_udp(nul, sizeof(nul), &dst, &used), SS_ERR);
+	/* A name that claims more bytes than the datagram has. */
+	const uint8_t longname[] = {0, 0, 0, 0x03, 0x20, 'a', 'b', 'c', 0x00, 0x50};
+	assert_int_equal(ss_socks5_parse_udp(longname, sizeof(longname), &dst, &used), SS_ERR);
+	/* Nothing at all, and only the reserved bytes and FRAG. */
+	assert_int_equal(ss_socks5_parse_udp(empty, 0, &dst, &used), SS_ERR);
+	assert_int_equal(ss_socks5_parse_udp(empty, 3, &dst, &used), SS_ERR);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -313,6 +445,11 @@ int main(void)
 	    cmocka_unit_test(test_encode_method),
 	    cmocka_unit_test(test_encode_reply),
 	    cmocka_unit_test(test_pipelined),
+	    cmocka_unit_test(test_udp_ipv4),
+	    cmocka_unit_test(test_udp_ipv6),
+	    cmocka_unit_test(test_udp_domain),
+	    cmocka_unit_test(test_udp_frag_left_to_caller),
+	    cmocka_unit_test(test_udp_malformed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
