@@ -222,6 +222,14 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 		free(inst);
 		return -ENOTSUP;
 	}
+	/* Silently running without a requested ACL or plugin would be worse
+	 * than not starting. */
+	if (cfg->acl[0] || cfg->plugin[0]) {
+		snprintf(err, errlen, "%s is not supported yet",
+			 cfg->acl[0] ? "--acl/\"acl\"" : "--plugin/\"plugin\"");
+		free(inst);
+		return -ENOTSUP;
+	}
 	inst->be = ss_crypto_default();
 	inst->ops = cfg->prog == SS_PROG_SERVER   ? &ss_hs_server
 		    : cfg->prog == SS_PROG_TUNNEL ? &ss_hs_tunnel
