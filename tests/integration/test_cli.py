@@ -377,3 +377,37 @@ def test_signal_exits_zero(ss, echo, prog, sig):
     finally:
         a.close()
         b.close()
+
+
+# --- daemon ----------------------------------------------------------------
+
+def test_daemon_with_pid_file_and_user(ss, echo, tmp_path):
+    """-f forks into the background and writes the pid; -a switches user;
+    the daemon serves and stops on SIGTERM."""
+    import pwd
+    user = pwd.getpwuid(os.getuid()).pw_name
+    pidfile = tmp_path / "ss-server.pid"
+    port = sslib.free_port()
+    password = sslib.random_password()
+    argv = ["-s", "127.0.0.1", "-p", str(port), "-k", password, "-m", "aes-256-gcm",
+            "-f", str(pidfile), "-a", user]
+    (rc, p), = run_all(ss, [("ss-server", argv)])
+    assert rc == 0, "the foreground part exits 0 once the daemon runs: %s %r" % (rc, p.stderr())
+    pid = int(pidfile.read_text().strip())
+    try:
+        status = open("/proc/%d/status" % pid).read()
+        uid = int(re.search(r"^Uid:\s+(\d+)", status, re.M).group(1))
+        assert uid == os.getuid()
+        server = sslib.Server(None, "127.0.0.1", port, "aes-256-gcm", password)
+        tunnel = ss.tunnel(server, echo.addr)
+        s = sslib.connect(*tunnel.addr)
+        try:
+            sslib.small_exchange(s)
+        finally:
+            s.close()
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + T(3)
+    while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists("/proc/%d" % pid), "the daemon did not stop on SIGTERM"
