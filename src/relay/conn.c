@@ -132,9 +132,12 @@ static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void conn_drain_cb(ss_conn_t *c)
 {
 	uint8_t *buf = ss_conn_buf(c, SS_IN);
-	ssize_t n;
+	ssize_t n = -1;
 
-	for (;;) {
+	/* A bounded number of reads per wake-up, like the pump: the watcher
+	 * stays on and brings us back after the other connections. */
+	for (int round = 0; round < 8; round++) {
+		errno = EAGAIN;
 		n = read(c->side[SS_IN].fd, buf, SS_RELAY_BUF_SIZE);
 		if (n > 0) {
 			/* Bytes keep the timer going, as they do while a

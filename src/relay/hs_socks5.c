@@ -26,13 +26,22 @@ static void socks5_send(ss_conn_t *c, const uint8_t *p, size_t n)
 	(void)send(c->side[SS_IN].fd, p, n, MSG_NOSIGNAL);
 }
 
+/* Ends the connection after a refusal: the FIN follows the reply, and the
+ * client's unread bytes are read away until it closes, so that our close
+ * cannot turn into a reset that destroys the reply before it is read. */
+static void socks5_end(ss_conn_t *c, const char *why)
+{
+	shutdown(c->side[SS_IN].fd, SHUT_WR);
+	ss_conn_drain(c, why);
+}
+
 static void socks5_fail(ss_conn_t *c, ss_socks5_rep_t rep, const char *why)
 {
 	uint8_t out[32];
 	size_t n = ss_socks5_encode_reply(rep, NULL, out, sizeof(out));
 
 	socks5_send(c, out, n);
-	ss_conn_close(c, why);
+	socks5_end(c, why);
 }
 
 static void socks5_accepted(ss_conn_t *c)
@@ -87,7 +96,7 @@ static void socks5_inbound(ss_conn_t *c)
 					out);
 		socks5_send(c, out, sizeof(out));
 		if (!noauth) {
-			ss_conn_close(c, "SOCKS5 client offers no acceptable method");
+			socks5_end(c, "SOCKS5 client offers no acceptable method");
 			return;
 		}
 		socks5_consume(dir, used);
