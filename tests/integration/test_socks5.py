@@ -143,3 +143,22 @@ def test_reply_bound_address_is_well_formed(pair, echo):
         rep, bnd = sslib.socks5_read_reply(s)
         assert rep == 0 and bnd is not None
         sslib.small_exchange(s)
+
+
+def test_error_reply_survives_pipelined_data(pair, echo):
+    """A refused request followed at once by payload the server never reads:
+    the client still gets the whole reply and then a FIN, never a reset."""
+    _, local = pair
+    for _ in range(20):
+        with sslib.connect(*local.addr) as s:
+            s.sendall(b"\x05\x01\x00" + sslib.socks5_request_bytes(sslib.CMD_BIND, *echo.addr)
+                      + b"x" * 20000)
+            got = b""
+            s.settimeout(T(5))
+            while True:
+                chunk = s.recv(4096)  # ConnectionResetError fails the test
+                if not chunk:
+                    break
+                got += chunk
+        assert got[:2] == b"\x05\x00" and got[2:4] == b"\x05\x07", got[:12]
+    still_serves(local, echo)
