@@ -13,7 +13,14 @@ SERVER=$!
 "$BIN/ss-local" -s 127.0.0.1 -p "$SERVER_PORT" -b 127.0.0.1 -l "$LOCAL_PORT" -m "$METHOD" \
 	--key "$KEY" &
 LOCAL=$!
-trap 'kill $SERVER $LOCAL 2>/dev/null; wait 2>/dev/null; echo; echo stopped.' INT TERM EXIT
+stop() {
+	kill $SERVER $LOCAL 2>/dev/null
+	wait 2>/dev/null
+	echo
+	echo stopped.
+}
+trap 'exit 0' INT TERM
+trap stop EXIT
 sleep 0.5
 cat <<MSG
 
