@@ -20,6 +20,19 @@
 #define TCP_FASTOPEN_CONNECT 30
 #endif
 
+/* Binds fd to o's interface (SO_BINDTODEVICE) if one is set. Returns fd, or
+ * -errno after closing it. */
+static int sock_bind_iface(int fd, const ss_sockopts_t *o)
+{
+	if (o && o->iface && o->iface[0] &&
+	    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, o->iface, strlen(o->iface)) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
 static int sock_open(int family, const ss_sockopts_t *o)
 {
 	int fd = -1;
@@ -30,13 +43,7 @@ static int sock_open(int family, const ss_sockopts_t *o)
 		fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (o && o->iface && o->iface[0] &&
-	    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, o->iface, strlen(o->iface)) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
+	return sock_bind_iface(fd, o);
 }
 
 int ss_sock_listen_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o)
@@ -175,13 +182,7 @@ static int udp_socket(int family, const ss_sockopts_t *o)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-	if (o && o->iface && o->iface[0] &&
-	    setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, o->iface, strlen(o->iface)) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
+	return sock_bind_iface(fd, o);
 }
 
 int ss_sock_udp_bind(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o)

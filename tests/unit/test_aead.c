@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "crypto/aead.h"
 #include "crypto/method.h"
 #include "crypto/primitives.h"
@@ -30,19 +32,6 @@ static const char *const method_names[] = {
     "chacha20-ietf-poly1305",
     "xchacha20-ietf-poly1305",
 };
-
-static size_t unhex(const char *hex, uint8_t *out)
-{
-	size_t n = strlen(hex) / 2;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned v;
-
-		assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
-		out[i] = (uint8_t)v;
-	}
-	return n;
-}
 
 static const ss_method_t *method(const char *name)
 {

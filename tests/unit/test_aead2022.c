@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "blake3/blake3.h"
 #include "crypto/aead2022.h"
 #include "crypto/method.h"
@@ -40,19 +42,6 @@ static const char *const methods[] = {
     "2022-blake3-aes-256-gcm",
     "2022-blake3-chacha20-poly1305",
 };
-
-static size_t unhex(const char *hex, uint8_t *out)
-{
-	size_t n = strlen(hex) / 2;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned v;
-
-		assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
-		out[i] = (uint8_t)v;
-	}
-	return n;
-}
 
 static const ss_method_t *method(const char *name)
 {

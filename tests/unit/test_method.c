@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "crypto/method.h"
 #include "util/result.h"
 
@@ -16,19 +18,6 @@
 	"aes-128-gcm, aes-192-gcm, aes-256-gcm, chacha20-ietf-poly1305, "                          \
 	"xchacha20-ietf-poly1305, 2022-blake3-aes-128-gcm, 2022-blake3-aes-256-gcm, "              \
 	"2022-blake3-chacha20-poly1305"
-
-static size_t unhex(const char *hex, uint8_t *out)
-{
-	size_t n = strlen(hex) / 2;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned v;
-
-		assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
-		out[i] = (uint8_t)v;
-	}
-	return n;
-}
 
 static const ss_method_t *lookup(const char *name)
 {

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "crypto/primitives.h"
 #include "util/result.h"
 
@@ -20,19 +22,6 @@ static const ss_crypto_backend_t *const backends[] = {
     &ss_crypto_openssl,
 #endif
 };
-
-static size_t unhex(const char *hex, uint8_t *out)
-{
-	size_t n = strlen(hex) / 2;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned v;
-
-		assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
-		out[i] = (uint8_t)v;
-	}
-	return n;
-}
 
 typedef struct {
 	const char *name;

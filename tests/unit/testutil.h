@@ -1,0 +1,24 @@
+#ifndef SS_TESTS_TESTUTIL_H
+#define SS_TESTS_TESTUTIL_H
+
+/* Helpers shared by the cmocka tests; include after <cmocka.h>. */
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Hex text to bytes; returns the byte count. Fails the test on bad hex. */
+static inline size_t unhex(const char *hex, uint8_t *out)
+{
+	size_t n = strlen(hex) / 2;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+
+		assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
+		out[i] = (uint8_t)v;
+	}
+	return n;
+}
+
+#endif
