@@ -140,11 +140,14 @@ bool ss_replay_check_add(ss_replay_t *r, const uint8_t *salt, size_t len)
 	memcpy(&h2, h + 8, 8);
 	h2 |= 1; /* never 0, which would give one index k times */
 
+	/* The older filter is read only once it holds something: reading its
+	 * untouched pages would make them resident for nothing. */
 	if (filter_has(r, r->bits[r->current], h1, h2) ||
-	    filter_has(r, r->bits[1 - r->current], h1, h2))
+	    (r->older_used && filter_has(r, r->bits[1 - r->current], h1, h2)))
 		return true;
 
 	if (r->count >= r->capacity) {
+		r->older_used = true;
 		r->current = 1 - r->current;
 		memset(r->bits[r->current], 0, r->nbits / 8);
 		r->count = 0;
