@@ -188,7 +188,14 @@ void ss_config_init(ss_config_t *cfg, ss_prog_t prog)
 
 void ss_config_clear(ss_config_t *cfg)
 {
+	if (cfg->users != NULL) {
+		ss_wipe(cfg->users, cfg->n_users * sizeof(*cfg->users));
+		free(cfg->users);
+	}
+	cfg->users = NULL;
+	cfg->n_users = 0;
 	ss_wipe(cfg->key, sizeof(cfg->key));
+	ss_wipe(&cfg->psks, sizeof(cfg->psks));
 	ss_wipe(cfg->password, sizeof(cfg->password));
 	ss_wipe(cfg->key_b64, sizeof(cfg->key_b64));
 }
@@ -272,6 +279,94 @@ static bool all_servers_ipv6(const ss_config_t *cfg)
 	return cfg->n_servers > 0;
 }
 
+/* SIP022: a 2022 password or key is the base64 PSK list itself, never
+ * hashed; a key wins over a password, as in libev. */
+static int set_psks(ss_config_t *cfg, char *err, size_t errlen)
+{
+	const ss_method_t *m = cfg->method;
+	bool by_key = cfg->key_b64[0] != '\0';
+	char why[256];
+
+	if (ss_psk_parse(m, by_key ? cfg->key_b64 : cfg->password, &cfg->psks, why, sizeof(why)) !=
+	    0)
+		return ss_cfg_err(err, errlen, "%s: %s",
+				  by_key ? "--key/\"key\"" : "-k/\"password\"", why);
+	/* The server has one identity PSK; its users' PSKs go in "users". */
+	if (cfg->prog == SS_PROG_SERVER && cfg->psks.n > 1)
+		return ss_cfg_err(err, errlen,
+				  "%s: %s takes one PSK (its own), not a list of %u; give the "
+				  "users' PSKs in \"users\" in the config file",
+				  by_key ? "--key/\"key\"" : "-k/\"password\"", cfg->prog_name,
+				  cfg->psks.n);
+	memcpy(cfg->key, cfg->psks.keys[cfg->psks.n - 1], m->key_len);
+	return 0;
+}
+
+static int set_key(ss_config_t *cfg, char *err, size_t errlen)
+{
+	if (cfg->key_b64[0] == '\0' && cfg->password[0] == '\0')
+		return ss_cfg_err(err, errlen, "missing password (-k) or key (--key)");
+	if (cfg->method->kind == SS_METHOD_2022)
+		return set_psks(cfg, err, errlen);
+	if (cfg->key_b64[0] == '\0') {
+		ss_key_from_password(cfg->method, cfg->password, cfg->key);
+		return 0;
+	}
+	if (ss_key_from_base64(cfg->method, cfg->key_b64, cfg->key) != 0)
+		return ss_cfg_err(err, errlen,
+				  "invalid key for --key/\"key\": %s needs the base64 of exactly "
+				  "%u bytes",
+				  cfg->method->name, cfg->method->key_len);
+	return 0;
+}
+
+/* The users' PSKs can only be read once the method is known. */
+static int finish_users(ss_config_t *cfg, char *err, size_t errlen)
+{
+	const ss_method_t *m = cfg->method;
+	ss_psk_list_t one;
+	char why[256];
+	int rc = 0;
+
+	if (cfg->n_users == 0)
+		return 0;
+	if (m->kind != SS_METHOD_2022)
+		return ss_cfg_err(err, errlen,
+				  "\"users\" needs a 2022 method (2022-blake3-aes-128-gcm or "
+				  "2022-blake3-aes-256-gcm), not %s",
+				  m->name);
+	if (!ss_method_has_identity(m))
+		return ss_cfg_err(err, errlen,
+				  "\"users\": %s has no identity headers, so it serves one PSK "
+				  "only; use 2022-blake3-aes-128-gcm or 2022-blake3-aes-256-gcm",
+				  m->name);
+
+	for (size_t i = 0; i < cfg->n_users && rc == 0; i++) {
+		ss_config_user_t *u = &cfg->users[i];
+
+		if (ss_psk_parse(m, u->psk_b64, &one, why, sizeof(why)) != 0)
+			rc =
+			    ss_cfg_err(err, errlen, "\"users\"[%zu] (\"%s\"): %s", i, u->name, why);
+		else if (one.n != 1)
+			rc = ss_cfg_err(err, errlen,
+					"\"users\"[%zu] (\"%s\"): a user has one PSK, not a list",
+					i, u->name);
+		else
+			memcpy(u->key, one.keys[0], m->key_len);
+		ss_wipe(&one, sizeof(one));
+		ss_wipe(u->psk_b64, sizeof(u->psk_b64));
+		/* The server tells users apart by their PSK's hash alone. */
+		for (size_t j = 0; j < i && rc == 0; j++)
+			if (memcmp(cfg->users[j].key, u->key, m->key_len) == 0)
+				rc = ss_cfg_err(
+				    err, errlen,
+				    "\"users\"[%zu] (\"%s\"): same PSK as \"users\"[%zu] "
+				    "(\"%s\"); each user needs its own",
+				    i, u->name, j, cfg->users[j].name);
+	}
+	return rc;
+}
+
 /* Defaults for what neither source set, then the checks that need the
  * whole picture, then the key. */
 static int finish(ss_config_t *cfg, char *err, size_t errlen)
@@ -318,32 +413,8 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 	if (cfg->method == NULL && ss_cfg_method(cfg, SS_DEFAULT_METHOD, err, errlen) != 0)
 		return -EINVAL;
 
-	if (cfg->key_b64[0] != '\0') {
-		if (ss_key_from_base64(cfg->method, cfg->key_b64, cfg->key) != 0)
-			return ss_cfg_err(err, errlen,
-					  "invalid key for --key/\"key\": %s needs the base64 of "
-					  "exactly %u bytes",
-					  cfg->method->name, cfg->method->key_len);
-	} else if (cfg->password[0] != '\0' && cfg->method->kind == SS_METHOD_2022) {
-		/* SIP022: the password is the base64 PSK itself, never hashed. */
-		ss_psk_list_t psks;
-		char why[256];
-
-		if (ss_psk_parse(cfg->method, cfg->password, &psks, why, sizeof(why)) != 0)
-			return ss_cfg_err(err, errlen, "-k/\"password\": %s", why);
-		if (psks.n > 1) {
-			ss_wipe(&psks, sizeof(psks));
-			return ss_cfg_err(err, errlen,
-					  "identity PSKs (iPSK:uPSK) are not supported yet; give "
-					  "one PSK");
-		}
-		memcpy(cfg->key, psks.keys[0], cfg->method->key_len);
-		ss_wipe(&psks, sizeof(psks));
-	} else if (cfg->password[0] != '\0') {
-		ss_key_from_password(cfg->method, cfg->password, cfg->key);
-	} else {
-		return ss_cfg_err(err, errlen, "missing password (-k) or key (--key)");
-	}
+	if (set_key(cfg, err, errlen) != 0 || finish_users(cfg, err, errlen) != 0)
+		return -EINVAL;
 	ss_wipe(cfg->password, sizeof(cfg->password));
 	ss_wipe(cfg->key_b64, sizeof(cfg->key_b64));
 	return 0;

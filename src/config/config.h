@@ -33,6 +33,16 @@ typedef struct ss_host_port {
 	uint16_t port;          /* 0: not given, use server_port */
 } ss_host_port_t;
 
+/* One SIP023 user of ss-server ("users" in the JSON file). */
+#define SS_USER_NAME_MAX 64
+typedef struct ss_config_user {
+	char name[SS_USER_NAME_MAX]; /* non-empty, unique among the users */
+	uint8_t key[SS_MAX_KEY_LEN]; /* the user PSK (uPSK), method->key_len bytes */
+	/* Parser bookkeeping: the base64 text until the method is known;
+	 * wiped once decoded into key. */
+	char psk_b64[64];
+} ss_config_user_t;
+
 typedef struct ss_config {
 	ss_prog_t prog;
 	const char *prog_name; /* argv[0] basename, for messages */
@@ -53,6 +63,17 @@ typedef struct ss_config {
 
 	const ss_method_t *method;   /* -m / "method" */
 	uint8_t key[SS_MAX_KEY_LEN]; /* from -k/password or --key/key */
+	/* For a 2022 method, every PSK from -k/password or --key/key: the
+	 * identity PSKs first, the user PSK last (SIP023). key is a copy of the
+	 * last one: for a client the PSK that keys the sessions, for ss-server
+	 * (which takes exactly one) its own PSK, the iPSK when it has users.
+	 * n is 0 for the other methods. */
+	ss_psk_list_t psks;
+	/* "users" (ss-server, 2022 AES methods only): the users' PSKs, each
+	 * behind the server's identity PSK. An array of n_users allocated by
+	 * the parser and freed by ss_config_clear; NULL when there are none. */
+	ss_config_user_t *users;
+	size_t n_users;
 
 	int timeout;         /* -t / "timeout", seconds, default 60 */
 	char user[64];       /* -a / "user" */
@@ -88,7 +109,7 @@ typedef struct ss_config {
 	 * as in libev. cli_set has one bit per setting the command line gave,
 	 * so the file does not override it. */
 	char password[1024]; /* -k, --password / "password" */
-	char key_b64[128];   /* --key / "key" */
+	char key_b64[512];   /* --key / "key": a key, or for 2022 a PSK list */
 	uint32_t cli_set;
 } ss_config_t;
 
@@ -107,7 +128,8 @@ ss_config_status_t ss_config_parse(ss_config_t *cfg, ss_prog_t prog, int argc, c
 				   void *out, char *err, size_t errlen);
 
 /* Zeroes cfg and sets prog; what ss_config_parse does first. Call it before
- * ss_config_parse_json when using that alone. */
+ * ss_config_parse_json when using that alone. It frees nothing: call
+ * ss_config_clear on a cfg that was parsed before reusing it. */
 void ss_config_init(ss_config_t *cfg, ss_prog_t prog);
 
 /* Parses JSON text into cfg (used by ss_config_parse; exposed for tests).
@@ -118,7 +140,8 @@ int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t e
 /* Usage text for prog. */
 void ss_config_usage(ss_prog_t prog, void *out);
 
-/* Wipes the key and any password or key text still held. */
+/* Wipes the keys and any password or key text still held, and frees the
+ * users. cfg may be parsed again afterwards. */
 void ss_config_clear(ss_config_t *cfg);
 
 #endif

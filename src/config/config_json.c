@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/config.h"
@@ -275,8 +276,9 @@ static int j_udp_timeout(ss_config_t *cfg, const cJSON *v, const char *key, char
 	long t;
 
 	if (int_of(v, 1, 2147483L, &t) != 0)
-		return ss_cfg_err(err, errlen, "\"%s\" must be a positive number of seconds, not %s",
-				  key, show(v, shown, sizeof(shown)));
+		return ss_cfg_err(err, errlen,
+				  "\"%s\" must be a positive number of seconds, not %s", key,
+				  show(v, shown, sizeof(shown)));
 	cfg->udp_timeout = (int)t;
 	return 0;
 }
@@ -373,6 +375,85 @@ static int j_auth(ss_config_t *cfg, const cJSON *v, const char *key, char *err, 
 	return 0;
 }
 
+/* One "users" entry: {"name": "...", "password": "<uPSK base64>"}. The PSK
+ * is read in finish(), once the method is known. */
+static int user_of(ss_config_t *cfg, size_t i, const cJSON *v, char *err, size_t errlen)
+{
+	ss_config_user_t *u = &cfg->users[i];
+	const cJSON *name, *psk;
+	char shown[96];
+
+	if (!cJSON_IsObject(v))
+		return ss_cfg_err(err, errlen,
+				  "\"users\"[%zu] must be an object with \"name\" and "
+				  "\"password\", not %s",
+				  i, show(v, shown, sizeof(shown)));
+	name = cJSON_GetObjectItemCaseSensitive(v, "name");
+	psk = cJSON_GetObjectItemCaseSensitive(v, "password");
+	if (!cJSON_IsString(name) || name->valuestring[0] == '\0')
+		return ss_cfg_err(err, errlen,
+				  "\"users\"[%zu]: \"name\" must be a non-empty string, not %s", i,
+				  name != NULL ? show(name, shown, sizeof(shown)) : "missing");
+	if (ss_cfg_copy(u->name, sizeof(u->name), name->valuestring) != 0)
+		return ss_cfg_err(err, errlen,
+				  "\"users\"[%zu]: \"name\" %s is too long (max %zu bytes)", i,
+				  show(name, shown, sizeof(shown)), sizeof(u->name) - 1);
+	for (size_t j = 0; j < i; j++)
+		if (strcmp(cfg->users[j].name, u->name) == 0)
+			return ss_cfg_err(err, errlen,
+					  "\"users\"[%zu]: name \"%s\" is already used by "
+					  "\"users\"[%zu]",
+					  i, u->name, j);
+	/* Never echo a secret into a message. */
+	if (!cJSON_IsString(psk) || psk->valuestring[0] == '\0')
+		return ss_cfg_err(err, errlen,
+				  "\"users\"[%zu] (\"%s\"): \"password\" must be the user's PSK "
+				  "in base64",
+				  i, u->name);
+	if (ss_cfg_copy(u->psk_b64, sizeof(u->psk_b64), psk->valuestring) != 0)
+		return ss_cfg_err(err, errlen,
+				  "\"users\"[%zu] (\"%s\"): \"password\" is too long for a PSK", i,
+				  u->name);
+	return 0;
+}
+
+static int j_users(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char shown[96];
+	const cJSON *item;
+	size_t i = 0, n;
+
+	if (cfg->prog != SS_PROG_SERVER)
+		return ss_cfg_err(err, errlen,
+				  "\"%s\" is for ss-server; %s takes the identity and user PSKs as "
+				  "\"password\": \"iPSK:uPSK\"",
+				  key, cfg->prog_name);
+	if (!cJSON_IsArray(v))
+		return ss_cfg_err(err, errlen, "\"%s\" must be an array of objects, not %s", key,
+				  show(v, shown, sizeof(shown)));
+
+	/* A second "users" replaces the first, as any other key does. */
+	if (cfg->users != NULL) {
+		ss_wipe(cfg->users, cfg->n_users * sizeof(*cfg->users));
+		free(cfg->users);
+	}
+	cfg->users = NULL;
+	cfg->n_users = 0;
+	n = (size_t)cJSON_GetArraySize(v);
+	if (n == 0)
+		return 0;
+	cfg->users = calloc(n, sizeof(*cfg->users));
+	if (cfg->users == NULL)
+		return ss_cfg_err(err, errlen, "\"%s\": %s", key, strerror(ENOMEM));
+	cfg->n_users = n;
+	cJSON_ArrayForEach(item, v)
+	{
+		if (user_of(cfg, i++, item, err, errlen) != 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
 enum kind { K_FN, K_STRING, K_BOOL };
 
 static const struct json_key {
@@ -426,6 +507,7 @@ static const struct json_key {
     STR("plugin_opts", SS_CF_PLUGIN_OPTS, plugin_opts),
     FN("plugin_mode", SS_CF_PLUGIN_MODE, j_plugin_mode),
     FN("auth", -1, j_auth),
+    FN("users", -1, j_users),
 #undef FN
 #undef STR
 #undef BOOL
@@ -447,8 +529,9 @@ static int apply(ss_config_t *cfg, const struct json_key *k, const cJSON *v, cha
 	}
 }
 
-/* The parsed tree holds copies of the secrets; cJSON frees without wiping. */
-static void wipe_secrets(cJSON *root)
+/* The parsed tree holds copies of the secrets, the users' ones one level
+ * down; cJSON frees without wiping. */
+static void wipe_secrets(cJSON *root, int depth)
 {
 	cJSON *item;
 
@@ -457,6 +540,8 @@ static void wipe_secrets(cJSON *root)
 		if (item->string != NULL && cJSON_IsString(item) &&
 		    (strcmp(item->string, "password") == 0 || strcmp(item->string, "key") == 0))
 			ss_wipe(item->valuestring, strlen(item->valuestring));
+		else if (depth < 3 && (cJSON_IsArray(item) || cJSON_IsObject(item)))
+			wipe_secrets(item, depth + 1);
 	}
 }
 
@@ -498,7 +583,7 @@ int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t e
 			goto out;
 	}
 out:
-	wipe_secrets(root);
+	wipe_secrets(root, 0);
 	cJSON_Delete(root);
 	return rc;
 }

@@ -14,6 +14,11 @@
 #include "config/config.h"
 #include "crypto/method.h"
 
+/* Base64 of the 16 bytes 1..16, 17..32 and 33..48. */
+#define K16_1 "AQIDBAUGBwgJCgsMDQ4PEA=="
+#define K16_2 "ERITFBUWFxgZGhscHR4fIA=="
+#define K16_3 "ISIjJCUmJygpKissLS4vMA=="
+
 static char tmpdir[256];
 static ss_config_t cfg; /* large: keep it off the stack */
 static char err[1024];
@@ -252,9 +257,63 @@ static void test_2022_psk(void **state)
 		     "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=:"
 		     "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=",
 		     NULL);
-	expect_error("identity PSKs (iPSK:uPSK) are not supported yet", SS_PROG_SERVER, "-p", "1",
-		     "-m", "2022-blake3-aes-128-gcm", "-k",
-		     "AQIDBAUGBwgJCgsMDQ4PEA==:AQIDBAUGBwgJCgsMDQ4PEA==", NULL);
+	expect_error("ss-server takes one PSK (its own), not a list of 2", SS_PROG_SERVER, "-p",
+		     "1", "-m", "2022-blake3-aes-128-gcm", "-k", K16_1 ":" K16_2, NULL);
+	assert_non_null(strstr(err, "\"users\""));
+	expect_error("--key/\"key\": ss-server takes one PSK", SS_PROG_SERVER, "-p", "1", "-m",
+		     "2022-blake3-aes-128-gcm", "--key", K16_1 ":" K16_2, NULL);
+}
+
+/* SIP023 on the client: identity PSKs first, the user PSK last. */
+static void test_2022_psk_list(void **state)
+{
+	(void)state;
+	uint8_t k1[16], k2[16], k3[16];
+	for (int i = 0; i < 16; i++) {
+		k1[i] = (uint8_t)(i + 1);
+		k2[i] = (uint8_t)(i + 17);
+		k3[i] = (uint8_t)(i + 33);
+	}
+
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "-m", "2022-blake3-aes-128-gcm",
+		   "-k", K16_1 ":" K16_2, NULL);
+	assert_int_equal(cfg.psks.n, 2);
+	assert_memory_equal(cfg.psks.keys[0], k1, 16);
+	assert_memory_equal(cfg.psks.keys[1], k2, 16);
+	assert_memory_equal(cfg.key, k2, 16);
+	assert_string_equal(cfg.password, "");
+
+	/* --key takes the same list; ss-tunnel as well. */
+	expect_run(SS_PROG_TUNNEL, "-s", "h", "-p", "1", "-l", "2", "-L", "t:3", "-m",
+		   "2022-blake3-aes-128-gcm", "--key", K16_1 ":" K16_2 ":" K16_3, NULL);
+	assert_int_equal(cfg.psks.n, 3);
+	assert_memory_equal(cfg.psks.keys[0], k1, 16);
+	assert_memory_equal(cfg.psks.keys[1], k2, 16);
+	assert_memory_equal(cfg.key, k3, 16);
+	assert_string_equal(cfg.key_b64, "");
+
+	/* One PSK: a list of one, for the server too. */
+	expect_run(SS_PROG_SERVER, "-p", "1", "-m", "2022-blake3-aes-128-gcm", "-k", K16_1, NULL);
+	assert_int_equal(cfg.psks.n, 1);
+	assert_memory_equal(cfg.key, k1, 16);
+
+	/* Other methods keep no list. */
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "-k", "pw", NULL);
+	assert_int_equal(cfg.psks.n, 0);
+
+	expect_error("2022-blake3-chacha20-poly1305 has no identity headers, so it takes one PSK, "
+		     "not a list",
+		     SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "-m",
+		     "2022-blake3-chacha20-poly1305", "--key",
+		     "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=:"
+		     "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=",
+		     NULL);
+	assert_non_null(strstr(err, "--key/\"key\""));
+	expect_error("invalid PSK (part 2 of 2) for 2022-blake3-aes-128-gcm", SS_PROG_LOCAL, "-s",
+		     "h", "-p", "1", "-l", "2", "-m", "2022-blake3-aes-128-gcm", "-k", K16_1 ":bad",
+		     NULL);
+	expect_error("empty PSK (part 2 of 2)", SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2",
+		     "-m", "2022-blake3-aes-128-gcm", "-k", K16_1 ":", NULL);
 }
 
 static void test_help(void **state)
@@ -769,6 +828,131 @@ static void test_json_errors(void **state)
 	assert_null(strstr(err, "c2VjcmV0"));
 }
 
+/* ss-server's "users" (SIP023 multi-user), as shadowsocks-rust reads it. */
+static void test_json_users(void **state)
+{
+	(void)state;
+	uint8_t k1[16], k2[16], k3[16];
+	for (int i = 0; i < 16; i++) {
+		k1[i] = (uint8_t)(i + 1);
+		k2[i] = (uint8_t)(i + 17);
+		k3[i] = (uint8_t)(i + 33);
+	}
+	const char *path =
+	    write_file("users.json", "{\"server_port\": 1, \"method\": \"2022-blake3-aes-128-gcm\","
+				     " \"password\": \"" K16_1 "\", \"users\": ["
+				     " {\"name\": \"alice\", \"password\": \"" K16_2 "\"},"
+				     " {\"name\": \"bob\", \"password\": \"" K16_3 "\"}]}");
+
+	expect_run(SS_PROG_SERVER, "-c", path, NULL);
+	assert_memory_equal(cfg.key, k1, 16);
+	assert_int_equal(cfg.n_users, 2);
+	assert_non_null(cfg.users);
+	assert_string_equal(cfg.users[0].name, "alice");
+	assert_memory_equal(cfg.users[0].key, k2, 16);
+	assert_string_equal(cfg.users[0].psk_b64, "");
+	assert_string_equal(cfg.users[1].name, "bob");
+	assert_memory_equal(cfg.users[1].key, k3, 16);
+	ss_config_clear(&cfg);
+	assert_null(cfg.users);
+	assert_int_equal(cfg.n_users, 0);
+	ss_config_clear(&cfg); /* twice is harmless */
+
+	/* The command line's PSK is the server's own; the file's users stay. */
+	expect_run(SS_PROG_SERVER, "-c", path, "-k", K16_3, NULL);
+	assert_memory_equal(cfg.key, k3, 16);
+	assert_int_equal(cfg.n_users, 2);
+	ss_config_clear(&cfg);
+
+	/* An empty list is no users. */
+	path = write_file("users0.json", "{\"server_port\": 1, \"method\": "
+					 "\"2022-blake3-aes-128-gcm\", \"password\": \"" K16_1
+					 "\", \"users\": []}");
+	expect_run(SS_PROG_SERVER, "-c", path, NULL);
+	assert_int_equal(cfg.n_users, 0);
+	assert_null(cfg.users);
+	ss_config_clear(&cfg);
+
+	/* Through ss_config_parse_json alone, clear frees what it allocated. */
+	ss_config_init(&cfg, SS_PROG_SERVER);
+	assert_int_equal(ss_config_parse_json(&cfg,
+					      "{\"users\": [{\"name\": \"a\", \"password\": "
+					      "\"x\"}], \"users\": [{\"name\": \"b\", "
+					      "\"password\": \"y\"}]}",
+					      err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.n_users, 1);
+	assert_string_equal(cfg.users[0].name, "b");
+	ss_config_clear(&cfg);
+}
+
+#define USERS_HEAD "{\"server_port\": 1, \"method\": \"2022-blake3-aes-128-gcm\", "
+#define USERS_PSK "\"password\": \"" K16_1 "\", "
+#define USER(n, k) "{\"name\": \"" n "\", \"password\": \"" k "\"}"
+
+/* For the checks made once the method is known: no file prefix. */
+static void expect_server_error(const char *json, const char *want)
+{
+	expect_error(want, SS_PROG_SERVER, "-c", write_file("users-bad.json", json), NULL);
+}
+
+static void test_json_users_errors(void **state)
+{
+	(void)state;
+
+	expect_server_error(USERS_HEAD USERS_PSK "\"users\": [" USER("alice", K16_2) ", " USER(
+				"bob", "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=") "]}",
+			    "\"users\"[1] (\"bob\"): invalid PSK for 2022-blake3-aes-128-gcm: it "
+			    "must be the base64 of exactly 16 bytes");
+	expect_server_error(USERS_HEAD USERS_PSK "\"users\": [" USER("alice", "not base64!") "]}",
+			    "\"users\"[0] (\"alice\"): invalid PSK");
+	assert_null(strstr(err, "not base64!"));
+	expect_server_error(USERS_HEAD USERS_PSK "\"users\": [" USER("alice", K16_2 ":" K16_3) "]}",
+			    "\"users\"[0] (\"alice\"): a user has one PSK, not a list");
+	expect_server_error(USERS_HEAD USERS_PSK
+			    "\"users\": [" USER("alice", K16_2) ", " USER("bob", K16_2) "]}",
+			    "\"users\"[1] (\"bob\"): same PSK as \"users\"[0] (\"alice\")");
+	expect_json_error(SS_PROG_SERVER,
+			  USERS_HEAD USERS_PSK
+			  "\"users\": [" USER("alice", K16_2) ", " USER("alice", K16_3) "]}",
+			  "\"users\"[1]: name \"alice\" is already used by \"users\"[0]");
+	expect_json_error(SS_PROG_SERVER, USERS_HEAD USERS_PSK "\"users\": [" USER("", K16_2) "]}",
+			  "\"users\"[0]: \"name\" must be a non-empty string, not \"\"");
+	expect_json_error(SS_PROG_SERVER,
+			  USERS_HEAD USERS_PSK "\"users\": [{\"password\": \"" K16_2 "\"}]}",
+			  "\"users\"[0]: \"name\" must be a non-empty string, not missing");
+	expect_json_error(SS_PROG_SERVER,
+			  USERS_HEAD USERS_PSK "\"users\": [{\"name\": 7, \"password\": "
+					       "\"" K16_2 "\"}]}",
+			  "\"users\"[0]: \"name\" must be a non-empty string, not 7");
+	expect_json_error(SS_PROG_SERVER,
+			  USERS_HEAD USERS_PSK "\"users\": [{\"name\": \"alice\"}]}",
+			  "\"users\"[0] (\"alice\"): \"password\" must be the user's PSK");
+	expect_json_error(SS_PROG_SERVER, USERS_HEAD USERS_PSK "\"users\": [\"alice\"]}",
+			  "\"users\"[0] must be an object with \"name\" and \"password\"");
+	expect_json_error(SS_PROG_SERVER, USERS_HEAD USERS_PSK "\"users\": {}}",
+			  "\"users\" must be an array of objects, not an object");
+	expect_server_error("{\"server_port\": 1, \"method\": \"aes-128-gcm\", \"password\": "
+			    "\"pw\", \"users\": [" USER("alice", K16_2) "]}",
+			    "\"users\" needs a 2022 method (2022-blake3-aes-128-gcm or "
+			    "2022-blake3-aes-256-gcm), not aes-128-gcm");
+	expect_server_error(
+	    "{\"server_port\": 1, \"method\": \"2022-blake3-chacha20-poly1305\", "
+	    "\"password\": \"AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=\", "
+	    "\"users\": [" USER("alice", "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=") "]}",
+	    "\"users\": 2022-blake3-chacha20-poly1305 has no identity headers");
+	/* The server's own PSK is the identity PSK its users sit behind. */
+	expect_server_error(USERS_HEAD "\"users\": [" USER("alice", K16_2) "]}",
+			    "missing password (-k) or key (--key)");
+	expect_json_error(SS_PROG_LOCAL,
+			  "{\"server\": \"h\", \"server_port\": 1, \"local_port\": 2, "
+			  "\"users\": [" USER("alice", K16_2) "]}",
+			  "\"users\" is for ss-server; ss-local takes the identity and user PSKs");
+	expect_json_error(SS_PROG_TUNNEL, "{\"users\": [" USER("alice", K16_2) "]}",
+			  "\"users\" is for ss-server; ss-tunnel");
+	/* Each error path freed what it had allocated: LeakSanitizer checks. */
+}
+
 static void test_file_errors(void **state)
 {
 	(void)state;
@@ -877,6 +1061,7 @@ int main(void)
 	    cmocka_unit_test(test_long_forms),
 	    cmocka_unit_test(test_key_flag),
 	    cmocka_unit_test(test_2022_psk),
+	    cmocka_unit_test(test_2022_psk_list),
 	    cmocka_unit_test(test_help),
 	    cmocka_unit_test(test_tunnel),
 	    cmocka_unit_test(test_server),
@@ -888,6 +1073,8 @@ int main(void)
 	    cmocka_unit_test(test_cli_overrides_json),
 	    cmocka_unit_test(test_parse_json_alone),
 	    cmocka_unit_test(test_json_errors),
+	    cmocka_unit_test(test_json_users),
+	    cmocka_unit_test(test_json_users_errors),
 	    cmocka_unit_test(test_file_errors),
 	    cmocka_unit_test(test_default_config),
 	    cmocka_unit_test(test_clear),
