@@ -252,18 +252,19 @@ static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t err
 		break;
 	case OPT_UDP_TIMEOUT:
 		if (ss_cfg_long(arg, 1, TIMEOUT_MAX, &v) != 0)
-			return ss_cfg_err(err, errlen,
-					  "--udp-timeout must be a positive number of seconds, not '%s'",
-					  arg);
+			return ss_cfg_err(
+			    err, errlen,
+			    "--udp-timeout must be a positive number of seconds, not '%s'", arg);
 		cfg->udp_timeout = (int)v;
 		bit = ss_cfg_bit(SS_CF_UDP_TIMEOUT);
 		break;
 	case OPT_UDP_MAX_ASSOC:
 		if (ss_cfg_long(arg, 1, 1L << 20, &v) != 0)
-			return ss_cfg_err(err, errlen,
-					  "--udp-max-associations must be a number from 1 to 1048576, "
-					  "not '%s'",
-					  arg);
+			return ss_cfg_err(
+			    err, errlen,
+			    "--udp-max-associations must be a number from 1 to 1048576, "
+			    "not '%s'",
+			    arg);
 		cfg->udp_max_assoc = (int)v;
 		bit = ss_cfg_bit(SS_CF_UDP_MAX_ASSOC);
 		break;

@@ -17,7 +17,7 @@ typedef struct ss_replay {
 	size_t capacity;
 	unsigned nhash;
 	int current;
-	bool older_used; /* the other filter holds salts (after a rotation) */
+	bool older_used;      /* the other filter holds salts (after a rotation) */
 	uint8_t hash_key[16]; /* random per filter set: peers cannot aim collisions */
 } ss_replay_t;
 
