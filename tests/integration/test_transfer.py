@@ -5,6 +5,7 @@ import concurrent.futures
 import os
 import socket
 import struct
+import time
 
 import pytest
 
@@ -177,3 +178,23 @@ def test_ipv6_everywhere(ss, echo6):
     local = ss.local(server, host="::1")
     with sslib.socks5_connect(local.addr, *echo6.addr) as s:
         sslib.small_exchange(s, 5000)
+
+
+@pytest.mark.parametrize("via", VIAS)
+def test_socket_options(ss, echo, blob, via):
+    """--fast-open, --reuse-port, --no-delay and --mptcp (which falls back
+    to TCP where the kernel has no MPTCP) on both programs: still a working
+    relay, and with --reuse-port a second ss-server can share the port."""
+    opts = ["--fast-open", "--reuse-port", "--no-delay", "--mptcp"]
+    open_, server, _ = ss.path(via, echo.addr, server_kw={"extra": opts},
+                               client_kw={"extra": opts})
+    for _ in range(3):
+        with open_() as s:
+            sslib.small_exchange(s, 1)
+            sslib.echo_check(s, blob(MiB), timeout=T(30))
+    second = ss.procs.start(ss.exe("ss-server"),
+                            ["-s", "127.0.0.1", "-p", str(server.port), "-k", "x"] + opts)
+    second.expect_exit = False
+    time.sleep(T(0.5))
+    assert second.proc.poll() is None, "a second --reuse-port server could not bind: %r" % (
+        second.stderr())
