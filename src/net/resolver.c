@@ -1,4 +1,5 @@
 #include "net/resolver.h"
+#include "proto/addr.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -157,10 +158,7 @@ static void lookup_done(void *arg, int status, int timeouts, struct ares_addrinf
 		if (pick && (size_t)pick->ai_addrlen <= sizeof(ss)) {
 			memcpy(&ss, pick->ai_addr, pick->ai_addrlen);
 			len = pick->ai_addrlen;
-			if (ss.ss_family == AF_INET)
-				((struct sockaddr_in *)&ss)->sin_port = htons(lk.port);
-			else
-				((struct sockaddr_in6 *)&ss)->sin6_port = htons(lk.port);
+			ss_sockaddr_set_port((struct sockaddr *)&ss, lk.port);
 		}
 	}
 	if (res)

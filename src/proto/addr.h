@@ -50,6 +50,10 @@ int ss_addr_from_host(ss_addr_t *a, const char *host, uint16_t port);
 
 /* "1.2.3.4:80", "[::1]:80" or "example.com:80". Returns out. */
 char *ss_addr_format(const ss_addr_t *a, char *out, size_t len);
+/* The port of an AF_INET/AF_INET6 sockaddr, host order (0 for others). */
+uint16_t ss_sockaddr_port(const struct sockaddr *sa);
+/* Sets the port (host order) of an AF_INET/AF_INET6 sockaddr. */
+void ss_sockaddr_set_port(struct sockaddr *sa, uint16_t port);
 /* Same for a sockaddr. Returns out. */
 char *ss_sockaddr_format(const struct sockaddr *sa, char *out, size_t len);
 

@@ -204,18 +204,8 @@ static ss_udp_assoc_t *udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *c
 	for (ss_conn_t **pp = &u->controls; *pp; pp = &(*pp)->udp_next) {
 		ss_conn_t *c = *pp;
 		struct sockaddr_storage want = c->peer;
-		if (c->target.port) {
-			if (want.ss_family == AF_INET)
-				((struct sockaddr_in *)&want)->sin_port = htons(c->target.port);
-			else
-				((struct sockaddr_in6 *)&want)->sin6_port = htons(c->target.port);
-		} else if (client->sa_family == AF_INET) {
-			((struct sockaddr_in *)&want)->sin_port =
-			    ((const struct sockaddr_in *)client)->sin_port;
-		} else {
-			((struct sockaddr_in6 *)&want)->sin6_port =
-			    ((const struct sockaddr_in6 *)client)->sin6_port;
-		}
+		ss_sockaddr_set_port((struct sockaddr *)&want,
+				     c->target.port ? c->target.port : ss_sockaddr_port(client));
 		if (want.ss_family == client->sa_family &&
 		    ss_udp_addr_equal((struct sockaddr *)&want, client)) {
 			*pp = c->udp_next;
@@ -270,13 +260,9 @@ int ss_udp_bound_addr(ss_udp_relay_t *u, ss_conn_t *c, struct sockaddr_storage *
 			? ((struct sockaddr_in *)out)->sin_addr.s_addr == htonl(INADDR_ANY)
 			: IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)out)->sin6_addr);
 	if (wild && getsockname(c->side[SS_IN].fd, (struct sockaddr *)&here, &hlen) == 0) {
-		uint16_t port = out->ss_family == AF_INET ? ((struct sockaddr_in *)out)->sin_port
-							  : ((struct sockaddr_in6 *)out)->sin6_port;
+		uint16_t port = ss_sockaddr_port((struct sockaddr *)out);
 		*out = here;
-		if (out->ss_family == AF_INET)
-			((struct sockaddr_in *)out)->sin_port = port;
-		else
-			((struct sockaddr_in6 *)out)->sin6_port = port;
+		ss_sockaddr_set_port((struct sockaddr *)out, port);
 	}
 	return 0;
 }
@@ -435,10 +421,7 @@ static void udp_dns_done(void *arg, int status, const struct sockaddr *sa, sockl
 			 status < 0 ? "target name does not resolve" : "association gone");
 	} else {
 		struct sockaddr_storage to = d->addr;
-		if (to.ss_family == AF_INET)
-			((struct sockaddr_in *)&to)->sin_port = htons(d->pending_port);
-		else
-			((struct sockaddr_in6 *)&to)->sin6_port = htons(d->pending_port);
+		ss_sockaddr_set_port((struct sockaddr *)&to, d->pending_port);
 		udp_server_send(u, a, d->pending, d->pending_len, (struct sockaddr *)&to);
 	}
 	d->pending = NULL;
@@ -467,10 +450,7 @@ static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss
 			return;
 		}
 		struct sockaddr_storage to = d->addr;
-		if (to.ss_family == AF_INET)
-			((struct sockaddr_in *)&to)->sin_port = htons(t->port);
-		else
-			((struct sockaddr_in6 *)&to)->sin6_port = htons(t->port);
+		ss_sockaddr_set_port((struct sockaddr *)&to, t->port);
 		udp_server_send(u, a, data, len, (struct sockaddr *)&to);
 		return;
 	}

@@ -316,6 +316,24 @@ static void test_sockaddr_format(void **state)
 			    "[fe80::1%2]:8388");
 }
 
+static void test_sockaddr_port(void **state)
+{
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(8388)};
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_port = htons(443)};
+	struct sockaddr un = {.sa_family = AF_UNIX};
+	(void)state;
+
+	assert_int_equal(ss_sockaddr_port((struct sockaddr *)&in), 8388);
+	assert_int_equal(ss_sockaddr_port((struct sockaddr *)&in6), 443);
+	assert_int_equal(ss_sockaddr_port(&un), 0);
+	ss_sockaddr_set_port((struct sockaddr *)&in, 53);
+	ss_sockaddr_set_port((struct sockaddr *)&in6, 65535);
+	ss_sockaddr_set_port(&un, 1); /* ignored */
+	assert_int_equal(ntohs(in.sin_port), 53);
+	assert_int_equal(ntohs(in6.sin6_port), 65535);
+	assert_int_equal(ss_sockaddr_port((struct sockaddr *)&in6), 65535);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +351,7 @@ int main(void)
 	    cmocka_unit_test(test_from_host),
 	    cmocka_unit_test(test_format),
 	    cmocka_unit_test(test_sockaddr_format),
+	    cmocka_unit_test(test_sockaddr_port),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
