@@ -78,9 +78,11 @@ static void conn_arm_timer(ss_conn_t *c)
 }
 
 /* Whether a direction blocked on a slow reader has seen its sink's queue go
- * down since it blocked: the kernel holds far more than one buffer, so a
+ * down since the last look: the kernel holds far more than one buffer, so a
  * reader can make steady progress for longer than the idle timeout without
- * our writer ever waking up. */
+ * our writer ever waking up. The first look after blocking only takes a
+ * sample (outq is UINT32_MAX then), so a reader that has stopped for good is
+ * closed after at most twice the timeout. */
 static bool conn_sink_moving(ss_conn_t *c)
 {
 	bool moving = false;
@@ -252,7 +254,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 		dir->keep = dir->rpos = dir->rend = 0;
 		dir->lead = 0;
 		dir->iov_n = dir->iov_i = 0;
-		dir->outq = 0;
+		dir->outq = UINT32_MAX;
 		dir->started = dir->eof = dir->shut = false;
 		dir->bytes = 0;
 	}

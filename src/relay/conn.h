@@ -57,7 +57,8 @@ typedef struct ss_dir {
 	uint32_t rpos; /* DECODE: undecoded wire bytes are [rpos, rend) */
 	uint32_t rend;
 	uint16_t lead; /* ENCODE: plaintext already placed in chunk 0 (address header) */
-	uint32_t outq; /* the sink's unacknowledged bytes when the writer last blocked */
+	uint32_t outq; /* the sink's unsent bytes at the idle timer's last look while
+			  blocked; UINT32_MAX: no look yet */
 	uint8_t iov_n; /* pending output: iov[iov_i..iov_n) */
 	uint8_t iov_i;
 	bool started; /* ENCODE: salt sent */
