@@ -17,13 +17,6 @@
 #include "crypto/primitives.h"
 #include "util/result.h"
 
-static const ss_crypto_backend_t *const backends[] = {
-    &ss_crypto_sodium,
-    &ss_crypto_sodium_portable,
-#ifdef SS_HAVE_OPENSSL
-    &ss_crypto_openssl,
-#endif
-};
 
 static const char *const method_names[] = {
     "aes-128-gcm",

@@ -15,13 +15,6 @@
 #include "crypto/primitives.h"
 #include "util/result.h"
 
-static const ss_crypto_backend_t *const backends[] = {
-    &ss_crypto_sodium,
-    &ss_crypto_sodium_portable,
-#ifdef SS_HAVE_OPENSSL
-    &ss_crypto_openssl,
-#endif
-};
 
 typedef struct {
 	const char *name;

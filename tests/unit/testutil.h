@@ -7,6 +7,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "crypto/primitives.h"
+#include "util/result.h"
+
+/* Every crypto backend this build has, for tests that run on each. */
+static const ss_crypto_backend_t *const backends[] = {
+    &ss_crypto_sodium,
+    &ss_crypto_sodium_portable,
+#ifdef SS_HAVE_OPENSSL
+    &ss_crypto_openssl,
+#endif
+};
+#define NB SS_ARRAY_LEN(backends)
+
 /* Hex text to bytes; returns the byte count. Fails the test on bad hex. */
 static inline size_t unhex(const char *hex, uint8_t *out)
 {
