@@ -209,11 +209,38 @@ static int conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
 {
 	memset(c, 0, sizeof(*c));
 	for (int d = 0; d < 2; d++) {
-		int rc = ss_aead_stream_init(&c->dir[d].codec, inst->cfg->method, inst->be);
+		ss_codec_t *k = &c->dir[d].codec;
+		int rc = inst->sip022 ? ss_2022_stream_init(&k->v2, inst->cfg->method, inst->be)
+				      : ss_aead_stream_init(&k->v1, inst->cfg->method, inst->be);
 		if (rc < 0)
 			return rc;
 	}
 	return 0;
+}
+
+void ss_conn_slot_free(struct ss_instance *inst, ss_conn_t *c)
+{
+	for (int d = 0; d < 2; d++) {
+		if (inst->sip022)
+			ss_2022_stream_free(&c->dir[d].codec.v2);
+		else
+			ss_aead_stream_free(&c->dir[d].codec.v1);
+	}
+}
+
+/* The decoder of the peer's stream: a server's of its clients' requests; a
+ * SIP022 client's starts once its request is sealed (pump.c). */
+static void conn_codecs_start(struct ss_instance *inst, ss_conn_t *c)
+{
+	if (inst->ops->client) {
+		if (!inst->sip022)
+			ss_aead_dec_start(&c->dir[SS_OUT].codec.v1, inst->cfg->key);
+	} else if (inst->sip022) {
+		ss_2022_dec_start_server(&c->dir[SS_IN].codec.v2, inst->cfg->key,
+					 ss_instance_users(inst), &inst->saltpool);
+	} else {
+		ss_aead_dec_start(&c->dir[SS_IN].codec.v1, inst->cfg->key);
+	}
 }
 
 void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
@@ -230,8 +257,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	 * instead of running with half a cipher state. */
 	if (!c->inst && conn_slot_init(inst, c) < 0) {
 		ss_err("cannot set up the cipher state");
-		for (int d = 0; d < 2; d++)
-			ss_aead_stream_free(&c->dir[d].codec);
+		ss_conn_slot_free(inst, c);
 		memset(c, 0, sizeof(*c));
 		ss_pool_put(&inst->conns, c);
 		close(fd);
@@ -255,13 +281,10 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 		dir->lead = 0;
 		dir->iov_n = dir->iov_i = 0;
 		dir->outq = UINT32_MAX;
-		dir->started = dir->eof = dir->shut = false;
+		dir->started = dir->eof = dir->shut = dir->hdr_pending = false;
 		dir->bytes = 0;
 	}
-	if (!inst->ops->client)
-		ss_aead_dec_start(&c->dir[SS_IN].codec, inst->cfg->key);
-	else
-		ss_aead_dec_start(&c->dir[SS_OUT].codec, inst->cfg->key);
+	conn_codecs_start(inst, c);
 	conn_side_init(c, SS_IN, fd);
 	conn_side_init(c, SS_OUT, -1);
 	ev_init(&c->timer, conn_timer_cb);
@@ -305,7 +328,10 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 	for (int d = 0; d < 2; d++) {
 		ss_conn_buf_release(c, d);
 		c->dir[d].iov_n = c->dir[d].iov_i = 0;
-		ss_aead_stream_reset(&c->dir[d].codec);
+		if (inst->sip022)
+			ss_2022_stream_reset(&c->dir[d].codec.v2);
+		else
+			ss_aead_stream_reset(&c->dir[d].codec.v1);
 	}
 	/* Freed by the reaper after this dispatch, so no handler up the stack
 	 * touches a recycled slot; a lookup still in flight holds it longer. */
@@ -443,10 +469,12 @@ void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n)
 
 	dir->rpos = dir->rend = 0;
 	lead = ss_pump_lead_area(c, SS_IN);
-	hdr = ss_addr_encode(&c->target, lead, SS_ADDR_MAX_ENCODED);
+	/* SIP022 puts the address in the request header, sealed with it. */
+	hdr = c->inst->sip022 ? 0 : ss_addr_encode(&c->target, lead, SS_ADDR_MAX_ENCODED);
 	if (n)
 		memmove(lead + hdr, extra, n);
 	dir->lead = hdr + n;
+	dir->hdr_pending = true;
 	/* Wait a moment for the first payload, so it rides with the header. */
 	c->lead_wait = n == 0;
 	ss_conn_stream(c);

@@ -8,18 +8,24 @@
 #include <sys/uio.h>
 
 #include "crypto/aead.h"
+#include "crypto/aead2022.h"
 #include "net/resolver.h"
 #include "proto/addr.h"
 
 /* One relayed TCP connection: two sides (inbound = the accepted socket,
  * outbound = the one we connect), two pump directions, one state. */
 
-/* A relay buffer: room for four maximal AEAD chunks behind the largest salt,
- * so one read fills four chunks sealed in place and one write sends them. */
+/* A relay buffer. SIP004: room for four maximal chunks behind the largest
+ * salt, so one read fills four chunks sealed in place and one write sends
+ * them. SIP022: one maximal chunk (0xFFFF) read at SS_2022_OFF, behind room
+ * for the largest request header, sealed in place the same way. */
 #define SS_ENC_OFF SS_MAX_SALT_LEN
 #define SS_CHUNK_STRIDE (SS_AEAD_MAX_PAYLOAD + SS_AEAD_CHUNK_OVERHEAD)
 #define SS_ENC_CHUNKS 4
-#define SS_RELAY_BUF_SIZE ((SS_ENC_OFF + SS_ENC_CHUNKS * SS_CHUNK_STRIDE + 63) & ~63)
+#define SS_2022_OFF ((SS_2022_REQ_HDR_MAX + 63) & ~63)
+#define SS_BUF_AEAD (SS_ENC_OFF + SS_ENC_CHUNKS * SS_CHUNK_STRIDE)
+#define SS_BUF_2022 (SS_2022_OFF + SS_2022_MAX_PAYLOAD + SS_AEAD_TAG_LEN)
+#define SS_RELAY_BUF_SIZE (((SS_BUF_AEAD > SS_BUF_2022 ? SS_BUF_AEAD : SS_BUF_2022) + 63) & ~63)
 /* Where client handshakes (SOCKS5) are read, clear of the first chunk. */
 #define SS_HS_OFF (SS_RELAY_BUF_SIZE - 2048)
 #define SS_DIR_MAX_IOV 16
@@ -48,22 +54,30 @@ typedef struct ss_side {
 	ev_io wio; /* writable: drives the direction writing to this side */
 } ss_side_t;
 
+/* A direction's stream codec: which one is the instance's method kind. */
+typedef union ss_codec {
+	ss_aead_stream_t v1; /* SIP004 */
+	ss_2022_stream_t v2; /* SIP022 */
+} ss_codec_t;
+
 /* One direction: reads from side[d], writes to side[!d]. */
 typedef struct ss_dir {
 	ss_xform_t xf;
-	ss_aead_stream_t codec;
+	ss_codec_t codec;
 	uint8_t *buf;  /* leased only while bytes wait in it */
 	uint32_t keep; /* bytes at the front that must stay (plaintext awaiting a write) */
 	uint32_t rpos; /* DECODE: undecoded wire bytes are [rpos, rend) */
 	uint32_t rend;
-	uint16_t lead; /* ENCODE: plaintext already placed in chunk 0 (address header) */
+	uint16_t lead; /* ENCODE: plaintext already placed in chunk 0 (SIP004: the
+			  address header first) */
 	uint32_t outq; /* the sink's unsent bytes at the idle timer's last look while
 			  blocked; UINT32_MAX: no look yet */
 	uint8_t iov_n; /* pending output: iov[iov_i..iov_n) */
 	uint8_t iov_i;
-	bool started; /* ENCODE: salt sent */
-	bool eof;     /* source reached EOF */
-	bool shut;    /* SHUT_WR done on the sink */
+	bool started;     /* ENCODE: salt sent */
+	bool hdr_pending; /* ENCODE, clients: the request header is still to go */
+	bool eof;         /* source reached EOF */
+	bool shut;        /* SHUT_WR done on the sink */
 	struct iovec iov[SS_DIR_MAX_IOV];
 	uint64_t bytes; /* plaintext bytes delivered */
 } ss_dir_t;
@@ -131,6 +145,8 @@ void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n);
 void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
 		    socklen_t peerlen);
 void ss_conn_reap(struct ss_instance *inst);
+/* Releases what a slot keeps across connections (its cipher states). */
+void ss_conn_slot_free(struct ss_instance *inst, ss_conn_t *c);
 /* Leases the direction's buffer if it has none. */
 uint8_t *ss_conn_buf(ss_conn_t *c, int d);
 void ss_conn_buf_release(ss_conn_t *c, int d);

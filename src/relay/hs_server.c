@@ -20,15 +20,13 @@ static void server_accepted(ss_conn_t *c)
 	c->action = "server";
 }
 
-static void server_inbound(ss_conn_t *c)
+/* Reads what the client sent into the inbound buffer. true when there are
+ * new bytes; false when the connection waits or has been closed. */
+static bool server_read(ss_conn_t *c)
 {
-	struct ss_instance *inst = c->inst;
 	ss_dir_t *dir = &c->dir[SS_IN];
 	uint8_t *buf = ss_conn_buf(c, SS_IN);
-	ss_span_t spans[SS_DIR_MAX_IOV];
-	size_t consumed, ns, used = 0;
 	ssize_t n;
-	int r;
 
 	do
 		n = read(c->side[SS_IN].fd, buf + dir->rend, SS_RELAY_BUF_SIZE - dir->rend);
@@ -38,22 +36,59 @@ static void server_inbound(ss_conn_t *c)
 			ss_conn_close(c, "reading from the client failed");
 		else if (!dir->rend)
 			ss_conn_buf_release(c, SS_IN);
-		return;
+		return false;
 	}
 	if (n == 0) {
 		ss_conn_close(c, dir->rend ? "client closed before a whole request" : NULL);
-		return;
+		return false;
 	}
 	dir->rend += n;
 	ss_conn_touch(c);
+	return true;
+}
+
+/* Keeps the undecoded bytes for the next read, after the kept plaintext. */
+static void server_wait_more(ss_dir_t *dir)
+{
+	size_t left = dir->rend - dir->rpos;
+
+	memmove(dir->buf + dir->keep, dir->buf + dir->rpos, left);
+	dir->rpos = dir->keep;
+	dir->rend = dir->keep + left;
+}
+
+static void server_log_connect(ss_conn_t *c, const ss_2022_user_t *user)
+{
+	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN];
+
+	if (!ss_log_enabled(SS_LOG_INFO))
+		return;
+	ss_conn_peer(c, peer, sizeof(peer));
+	ss_addr_format(&c->target, target, sizeof(target));
+	if (user)
+		ss_info("server %s: user %s: connect %s", peer, (const char *)user->data, target);
+	else
+		ss_info("server %s: connect %s", peer, target);
+}
+
+/* SIP004: the address header is the start of the decoded plaintext, which
+ * may come in several chunks. */
+static void server_inbound_aead(ss_conn_t *c)
+{
+	struct ss_instance *inst = c->inst;
+	ss_dir_t *dir = &c->dir[SS_IN];
+	ss_aead_stream_t *s = &dir->codec.v1;
+	uint8_t *buf = dir->buf;
+	ss_span_t spans[SS_DIR_MAX_IOV];
+	size_t consumed, ns, used = 0;
+	int r;
 
 	do {
-		r = ss_aead_dec(&dir->codec, buf + dir->rpos, dir->rend - dir->rpos, &consumed,
-				spans, SS_ARRAY_LEN(spans), &ns);
-		if (c->hs_stage == STAGE_SALT && dir->codec.have_salt) {
+		r = ss_aead_dec(s, buf + dir->rpos, dir->rend - dir->rpos, &consumed, spans,
+				SS_ARRAY_LEN(spans), &ns);
+		if (c->hs_stage == STAGE_SALT && s->have_salt) {
 			c->hs_stage = STAGE_HEADER;
-			if (ss_replay_check_add(&inst->replay, dir->codec.salt,
-						dir->codec.method->salt_len)) {
+			if (ss_replay_check_add(&inst->replay, s->salt, s->method->salt_len)) {
 				ss_conn_drain(c, "repeated salt, possible replay attack");
 				return;
 			}
@@ -76,17 +111,10 @@ static void server_inbound(ss_conn_t *c)
 		return;
 	}
 	if (r == SS_AGAIN) {
-		size_t left = dir->rend - dir->rpos;
-		memmove(buf + dir->keep, buf + dir->rpos, left);
-		dir->rpos = dir->keep;
-		dir->rend = dir->keep + left;
+		server_wait_more(dir);
 		return;
 	}
-	if (ss_log_enabled(SS_LOG_INFO)) {
-		char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN];
-		ss_info("server %s: connect %s", ss_conn_peer(c, peer, sizeof(peer)),
-			ss_addr_format(&c->target, target, sizeof(target)));
-	}
+	server_log_connect(c, NULL);
 	/* The payload that came with the header is written first. */
 	dir->bytes = dir->keep - used;
 	if (dir->keep == used)
@@ -97,6 +125,50 @@ static void server_inbound(ss_conn_t *c)
 		dir->iov_n = 1;
 	}
 	ss_conn_connect_addr(c, &c->target);
+}
+
+/* SIP022: the codec checks the whole request header (and the salt pool)
+ * and hands over the target; the initial payload and any chunks after it
+ * are written first. */
+static void server_inbound_2022(ss_conn_t *c)
+{
+	ss_dir_t *dir = &c->dir[SS_IN];
+	ss_2022_stream_t *s = &dir->codec.v2;
+	ss_span_t spans[SS_DIR_MAX_IOV];
+	ss_2022_header_t hdr;
+	size_t consumed, ns;
+	char why[64];
+
+	if (ss_2022_dec(s, dir->buf + dir->rpos, dir->rend - dir->rpos,
+			(uint64_t)ev_now(c->inst->loop), &consumed, spans, SS_ARRAY_LEN(spans), &ns,
+			&hdr) != SS_OK) {
+		snprintf(why, sizeof(why), "request refused: %s", ss_2022_strerror(s->err));
+		ss_conn_drain(c, why);
+		return;
+	}
+	dir->rpos += consumed;
+	if (!hdr.done) {
+		server_wait_more(dir);
+		return;
+	}
+	c->target = hdr.target;
+	server_log_connect(c, hdr.user);
+	dir->iov_i = dir->iov_n = 0;
+	for (size_t i = 0; i < ns; i++) {
+		dir->iov[dir->iov_n++] = (struct iovec){spans[i].ptr, spans[i].len};
+		dir->bytes += spans[i].len;
+	}
+	ss_conn_connect_addr(c, &c->target);
+}
+
+static void server_inbound(ss_conn_t *c)
+{
+	if (!server_read(c))
+		return;
+	if (c->inst->sip022)
+		server_inbound_2022(c);
+	else
+		server_inbound_aead(c);
 }
 
 static void server_connected(ss_conn_t *c, int err)

@@ -200,6 +200,34 @@ static int instance_setup_outbound(struct ss_instance *inst, char *err, size_t e
 	return 0;
 }
 
+/* What a server keeps against replays: SIP004's Bloom filters, or SIP022's
+ * exact salt pool and its users. */
+static int instance_setup_replay(struct ss_instance *inst, char *err, size_t errlen)
+{
+	const ss_config_t *cfg = inst->cfg;
+	int rc;
+
+	if (!inst->sip022) {
+		if (ss_replay_init(&inst->replay, REPLAY_CAPACITY, REPLAY_FP_RATE) < 0) {
+			snprintf(err, errlen, "cannot allocate the replay filter");
+			return -ENOMEM;
+		}
+		return 0;
+	}
+	if (ss_saltpool_init(&inst->saltpool, REPLAY_CAPACITY, SS_2022_SALT_TTL) < 0) {
+		snprintf(err, errlen, "cannot allocate the salt pool");
+		return -ENOMEM;
+	}
+	if (!cfg->n_users)
+		return 0;
+	rc = ss_2022_users_init(&inst->users, cfg->method, inst->be, cfg->n_users);
+	for (size_t i = 0; rc == 0 && i < cfg->n_users; i++)
+		rc = ss_2022_users_add(&inst->users, cfg->users[i].key, (void *)cfg->users[i].name);
+	if (rc < 0)
+		snprintf(err, errlen, "cannot set up the users: %s", strerror(-rc));
+	return rc;
+}
+
 int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t **out, char *err,
 		       size_t errlen)
 {
@@ -213,15 +241,7 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	}
 	inst->cfg = cfg;
 	inst->loop = loop;
-	if (cfg->method->kind != SS_METHOD_AEAD) {
-		/* The 2022 codecs exist; the relay does not drive them yet. */
-		snprintf(err, errlen,
-			 "method '%s' is not supported by the relay yet; use an AEAD "
-			 "method such as %s",
-			 cfg->method->name, SS_DEFAULT_METHOD);
-		free(inst);
-		return -ENOTSUP;
-	}
+	inst->sip022 = cfg->method->kind == SS_METHOD_2022;
 	/* Silently running without a requested ACL or plugin would be worse
 	 * than not starting. */
 	if (cfg->acl[0] || cfg->plugin[0]) {
@@ -254,12 +274,8 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	if (ss_resolver_init(&inst->resolver, loop, cfg->nameserver, cfg->ipv6_first, err, errlen) <
 	    0)
 		goto fail;
-	if (cfg->prog == SS_PROG_SERVER &&
-	    ss_replay_init(&inst->replay, REPLAY_CAPACITY, REPLAY_FP_RATE) < 0) {
-		snprintf(err, errlen, "cannot allocate the replay filter");
-		rc = -ENOMEM;
+	if (cfg->prog == SS_PROG_SERVER && (rc = instance_setup_replay(inst, err, errlen)) < 0)
 		goto fail;
-	}
 	if (instance_setup_outbound(inst, err, errlen) < 0)
 		goto fail;
 
@@ -325,11 +341,13 @@ void ss_instance_destroy(ss_instance_t *inst)
 		close(inst->listeners[i].io.fd);
 	for (size_t i = 0; i < inst->conns.fresh; i++) {
 		ss_conn_t *c = ss_pool_at(&inst->conns, i);
-		for (int d = 0; d < 2; d++)
-			ss_aead_stream_free(&c->dir[d].codec);
+		if (c->inst)
+			ss_conn_slot_free(inst, c);
 	}
 	ev_prepare_stop(inst->loop, &inst->reaper);
 	ss_replay_free(&inst->replay);
+	ss_saltpool_free(&inst->saltpool);
+	ss_2022_users_free(&inst->users);
 	ss_pool_destroy(&inst->bufs);
 	ss_pool_destroy(&inst->conns);
 	free(inst);

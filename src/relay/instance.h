@@ -4,6 +4,8 @@
 #include <ev.h>
 
 #include "config/config.h"
+#include "crypto/aead2022.h"
+#include "crypto/saltpool.h"
 #include "crypto/replay.h"
 #include "net/resolver.h"
 #include "net/sock.h"
@@ -25,8 +27,11 @@ struct ss_instance {
 	ss_pool_t conns;
 	ss_pool_t bufs;
 	ss_resolver_t resolver;
-	ss_replay_t replay;
-	ss_udp_relay_t udp; /* when the mode includes UDP */
+	bool sip022;            /* a 2022 method: the ss_codec_t in use is v2 */
+	ss_replay_t replay;     /* server, SIP004: salts seen (Bloom filters) */
+	ss_saltpool_t saltpool; /* server, SIP022: request salts of the last 60 s */
+	ss_2022_users_t users;  /* server, SIP022 with "users" */
+	ss_udp_relay_t udp;     /* when the mode includes UDP */
 	ss_listener_t listeners[SS_MAX_SERVERS];
 	size_t n_listeners;
 	bool paused;    /* listeners stopped: no free slot or no descriptor */
@@ -50,6 +55,12 @@ struct ss_instance {
 	ss_stats_t stats;
 	bool stopping;
 };
+
+/* The users table of a multi-user SIP022 server, or NULL. */
+static inline ss_2022_users_t *ss_instance_users(struct ss_instance *inst)
+{
+	return inst->users.n ? &inst->users : NULL;
+}
 
 /* Called by the connection code when a slot frees. */
 void ss_instance_slot_freed(struct ss_instance *inst);

@@ -19,26 +19,30 @@
 uint8_t *ss_pump_lead_area(ss_conn_t *c, int d)
 {
 	uint8_t *buf = ss_conn_buf(c, d);
-	return c->dir[d].xf == SS_XF_ENCODE ? buf + SS_ENC_OFF + SS_AEAD_CHUNK_HDR : buf;
+
+	if (c->dir[d].xf != SS_XF_ENCODE)
+		return buf;
+	return c->inst->sip022 ? buf + SS_2022_OFF : buf + SS_ENC_OFF + SS_AEAD_CHUNK_HDR;
 }
 
-/* Seals total plaintext bytes laid out in the chunk slots into one
+/* SIP004: seals total plaintext bytes laid out in the chunk slots into one
  * contiguous run of wire bytes, salt first on the first call. */
 static int pump_seal(ss_conn_t *c, ss_dir_t *dir, size_t total)
 {
 	uint8_t *base = dir->buf + SS_ENC_OFF, *start = base, *end = base;
+	ss_aead_stream_t *s = &dir->codec.v1;
 	size_t k = 0;
 
 	if (!dir->started) {
-		start = base - dir->codec.method->salt_len;
-		if (ss_aead_enc_start(&dir->codec, c->inst->cfg->key, start) < 0)
+		start = base - s->method->salt_len;
+		if (ss_aead_enc_start(s, c->inst->cfg->key, start) < 0)
 			return SS_ERR;
 		dir->started = true;
 	}
 	while (total) {
 		size_t m = total < SS_AEAD_MAX_PAYLOAD ? total : SS_AEAD_MAX_PAYLOAD;
 		uint8_t *chunk = base + k++ * SS_CHUNK_STRIDE;
-		if (ss_aead_enc_chunk(&dir->codec, chunk, m) < 0)
+		if (ss_aead_enc_chunk(s, chunk, m) < 0)
 			return SS_ERR;
 		end = chunk + m + SS_AEAD_CHUNK_OVERHEAD;
 		total -= m;
@@ -49,18 +53,68 @@ static int pump_seal(ss_conn_t *c, ss_dir_t *dir, size_t total)
 	return SS_OK;
 }
 
+/* SIP022: seals the n plaintext bytes at SS_2022_OFF in place. The first
+ * unit of a client is the request header carrying them (or padding alone
+ * when n is 0); a server's is the response header, bound to the request's
+ * salt, with them as its first chunk; every later unit is a chunk. */
+static int pump_seal_2022(ss_conn_t *c, ss_dir_t *dir, size_t n)
+{
+	const ss_config_t *cfg = c->inst->cfg;
+	ss_2022_stream_t *s = &dir->codec.v2;
+	uint8_t *payload = dir->buf + SS_2022_OFF, *start;
+	uint64_t now = (uint64_t)ev_now(c->inst->loop);
+	size_t len;
+
+	if (dir->started) {
+		start = payload - SS_2022_CHUNK_HDR;
+		if (ss_2022_enc_chunk(s, start, n) < 0)
+			return SS_ERR;
+		len = n + SS_2022_CHUNK_OVERHEAD;
+	} else if (c->inst->ops->client) {
+		uint8_t addr[SS_ADDR_MAX_ENCODED];
+		ss_2022_request_t req = {.addr = addr,
+					 .addr_len = ss_addr_encode(&c->target, addr, sizeof(addr)),
+					 .padding = SS_2022_PAD_AUTO,
+					 .now = now};
+		long h = ss_2022_enc_request(s, &cfg->psks, &req, payload, n, SS_2022_OFF);
+		if (h < 0)
+			return SS_ERR;
+		/* The answer is bound to this request's salt. */
+		ss_2022_dec_start_client(&c->dir[SS_OUT].codec.v2, cfg->psks.keys[cfg->psks.n - 1],
+					 s->salt);
+		start = payload - h;
+		len = (size_t)h + n + SS_AEAD_TAG_LEN;
+	} else {
+		const ss_2022_stream_t *req = &c->dir[SS_IN].codec.v2;
+		size_t h = SS_2022_RESP_HDR_LEN(s->method);
+		start = payload - h;
+		if (ss_2022_enc_start_response(s, req->user ? req->user->key : cfg->key,
+					       req->salt) < 0 ||
+		    ss_2022_enc_response(s, start, n, now) < 0)
+			return SS_ERR;
+		len = h + n + SS_AEAD_TAG_LEN;
+	}
+	dir->started = true;
+	dir->iov[0] = (struct iovec){start, len};
+	dir->iov_i = 0;
+	dir->iov_n = 1;
+	return SS_OK;
+}
+
 /* Turns the lead bytes (and n new ones) into pending output. */
 static int pump_emit(ss_conn_t *c, ss_dir_t *dir, size_t n)
 {
 	size_t total = dir->lead + n;
+	bool hdr = dir->hdr_pending;
 
-	if (dir->lead)
+	if (hdr)
 		c->lead_wait = false;
 	dir->lead = 0;
-	if (total == 0)
+	dir->hdr_pending = false;
+	if (total == 0 && !(hdr && c->inst->sip022))
 		return SS_OK;
 	if (dir->xf == SS_XF_ENCODE)
-		return pump_seal(c, dir, total);
+		return c->inst->sip022 ? pump_seal_2022(c, dir, total) : pump_seal(c, dir, total);
 	dir->iov[0] = (struct iovec){dir->buf, total};
 	dir->iov_i = 0;
 	dir->iov_n = 1;
@@ -73,11 +127,18 @@ int ss_pump_decode(ss_conn_t *c, int d)
 	ss_span_t spans[SS_DIR_MAX_IOV];
 	size_t consumed = 0, ns = 0, i;
 	size_t room = SS_DIR_MAX_IOV - dir->iov_n;
+	uint8_t *p = dir->buf + dir->rpos;
+	size_t len = dir->rend - dir->rpos;
+	int r;
 
 	if (room == 0 || dir->rpos >= dir->rend)
 		return SS_OK;
-	if (ss_aead_dec(&dir->codec, dir->buf + dir->rpos, dir->rend - dir->rpos, &consumed, spans,
-			room, &ns) != SS_OK)
+	if (c->inst->sip022)
+		r = ss_2022_dec(&dir->codec.v2, p, len, (uint64_t)ev_now(c->inst->loop), &consumed,
+				spans, room, &ns, NULL);
+	else
+		r = ss_aead_dec(&dir->codec.v1, p, len, &consumed, spans, room, &ns);
+	if (r != SS_OK)
 		return SS_ERR;
 	dir->rpos += consumed;
 	for (i = 0; i < ns; i++) {
@@ -153,6 +214,20 @@ static int pump_after_flush(ss_conn_t *c, int d)
 	return SS_AGAIN;
 }
 
+/* SIP022: how many more plaintext bytes the next unit takes. A request
+ * header carries its payload inside a variable header of at most 0xFFFF
+ * bytes, after the address and the padding length. */
+static size_t pump_room_2022(ss_conn_t *c, const ss_dir_t *dir)
+{
+	size_t max = SS_2022_MAX_PAYLOAD;
+
+	if (dir->hdr_pending) {
+		uint8_t addr[SS_ADDR_MAX_ENCODED];
+		max -= 2 + ss_addr_encode(&c->target, addr, sizeof(addr));
+	}
+	return max - dir->lead;
+}
+
 /* Reads once from the source and transforms. SS_OK: output may be pending
  * (or EOF was seen); SS_AGAIN: nothing to read now; SS_ERR: socket error. */
 static int pump_fill(ss_conn_t *c, int d)
@@ -163,7 +238,9 @@ static int pump_fill(ss_conn_t *c, int d)
 	ssize_t n;
 
 	do {
-		if (dir->xf == SS_XF_ENCODE) {
+		if (dir->xf == SS_XF_ENCODE && c->inst->sip022) {
+			n = read(fd, buf + SS_2022_OFF + dir->lead, pump_room_2022(c, dir));
+		} else if (dir->xf == SS_XF_ENCODE) {
 			struct iovec iov[SS_ENC_CHUNKS];
 			uint8_t *base = buf + SS_ENC_OFF + SS_AEAD_CHUNK_HDR;
 			for (int k = 0; k < SS_ENC_CHUNKS; k++)
@@ -182,7 +259,7 @@ static int pump_fill(ss_conn_t *c, int d)
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return SS_ERR;
-		if (dir->lead && !c->lead_wait)
+		if ((dir->lead || dir->hdr_pending) && !c->lead_wait)
 			return pump_emit(c, dir, 0);
 		if (dir->xf == SS_XF_DECODE)
 			pump_compact(c, d);
@@ -199,7 +276,7 @@ static int pump_fill(ss_conn_t *c, int d)
 			ss_conn_buf_release(c, d);
 			return SS_OK;
 		}
-		if (dir->lead)
+		if (dir->lead || dir->hdr_pending)
 			return pump_emit(c, dir, 0);
 		ss_conn_buf_release(c, d);
 		return SS_OK;
