@@ -1,4 +1,5 @@
 #include "relay/udp.h"
+#include "relay/udp_internal.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -17,10 +18,6 @@
 #include "util/log.h"
 #include "util/result.h"
 
-/* Where a datagram's plaintext starts in the relay buffer: room before it
- * for the largest salt and, on the way back to a client, an IPv6 address
- * header (server) or a SOCKS5 UDP header (ss-local). */
-#define UDP_HEAD 64
 #define UDP_DNS_TTL 30.0
 
 static const char *udp_peer(const struct sockaddr *sa, char *buf, size_t len)
@@ -28,7 +25,7 @@ static const char *udp_peer(const struct sockaddr *sa, char *buf, size_t len)
 	return ss_sockaddr_format(sa, buf, len);
 }
 
-static void udp_drop(ss_udp_relay_t *u, const struct sockaddr *from, const char *why)
+void ss_udp_drop(ss_udp_relay_t *u, const struct sockaddr *from, const char *why)
 {
 	char peer[SS_ADDR_STRLEN];
 
@@ -38,11 +35,8 @@ static void udp_drop(ss_udp_relay_t *u, const struct sockaddr *from, const char 
 			from ? udp_peer(from, peer, sizeof(peer)) : "-", why);
 }
 
-/* Receives one datagram into buf (at most cap bytes). Returns its length,
- * -EMSGSIZE when it was larger than cap (and is gone), -EAGAIN when there
- * is none, or another -errno. */
-static ssize_t udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
-			socklen_t *fromlen)
+ssize_t ss_udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
+		    socklen_t *fromlen)
 {
 	struct iovec iov = {buf, cap};
 	struct msghdr msg = {.msg_name = from,
@@ -63,8 +57,8 @@ static ssize_t udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_storag
 	return n;
 }
 
-static void udp_send(ss_udp_relay_t *u, int fd, const uint8_t *p, size_t len,
-		     const struct sockaddr *to, socklen_t tolen)
+void ss_udp_send(ss_udp_relay_t *u, int fd, const uint8_t *p, size_t len, const struct sockaddr *to,
+		 socklen_t tolen)
 {
 	ssize_t n;
 
@@ -74,7 +68,7 @@ static void udp_send(ss_udp_relay_t *u, int fd, const uint8_t *p, size_t len,
 	if (n < 0) {
 		char why[96];
 		snprintf(why, sizeof(why), "sending failed: %s", strerror(errno));
-		udp_drop(u, to, why);
+		ss_udp_drop(u, to, why);
 	}
 }
 
@@ -97,6 +91,10 @@ static void udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	}
 	ev_io_stop(u->loop, &a->io);
 	close(a->io.fd);
+	if (u->sip022) {
+		ss_2022_udp_session_free(&u->u22, &a->tx);
+		ss_2022_udp_session_free(&u->u22, &a->rx);
+	}
 	ss_udp_table_unlink(&u->table, &a->entry);
 	ss_udp_table_put(&u->table, &a->entry);
 }
@@ -121,8 +119,9 @@ static void udp_expiry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	while ((e = ss_udp_table_expired(&u->table, ev_now(loop), u->timeout))) {
 		char peer[SS_ADDR_STRLEN];
-		ss_debug("udp %s: association idle, closed",
-			 udp_peer((struct sockaddr *)&e->key, peer, sizeof(peer)));
+		ss_debug(
+		    "udp %s: association idle, closed",
+		    udp_peer((struct sockaddr *)&((ss_udp_assoc_t *)e)->peer, peer, sizeof(peer)));
 		u->stats.assoc_expired++;
 		udp_assoc_destroy(u, (ss_udp_assoc_t *)e);
 	}
@@ -160,10 +159,10 @@ static int udp_assoc_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	return fd;
 }
 
-static ss_udp_assoc_t *udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *client,
-				     socklen_t clen, uint8_t listener)
+ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, socklen_t klen,
+				 const struct sockaddr *client, socklen_t clen, uint8_t listener)
 {
-	ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(&u->table, client, clen);
+	ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(&u->table, key, klen);
 	ev_tstamp now = ev_now(u->loop);
 	char peer[SS_ADDR_STRLEN];
 	int fd;
@@ -175,21 +174,38 @@ static ss_udp_assoc_t *udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *c
 	if (u->table.count == u->table.max) {
 		ss_udp_assoc_t *old = (ss_udp_assoc_t *)ss_udp_table_oldest(&u->table);
 		ss_info("udp %s: association evicted: the table holds %zu",
-			udp_peer((struct sockaddr *)&old->entry.key, peer, sizeof(peer)),
-			u->table.max);
+			udp_peer((struct sockaddr *)&old->peer, peer, sizeof(peer)), u->table.max);
 		u->stats.assoc_evicted++;
 		udp_assoc_destroy(u, old);
 	}
-	a = (ss_udp_assoc_t *)ss_udp_table_add(&u->table, client, clen, now);
+	a = (ss_udp_assoc_t *)ss_udp_table_add(&u->table, key, klen, now);
 	if (!a)
 		return NULL;
 	a->relay = u;
+	memcpy(&a->peer, client, clen);
+	a->peer_len = clen;
 	a->listener = listener;
 	a->server = u->inst->n_servers > 1 ? (uint8_t)(random() % u->inst->n_servers) : 0;
 	fd = udp_assoc_socket(u, a);
 	if (fd < 0) {
 		ss_warn("udp %s: cannot open a socket: %s", udp_peer(client, peer, sizeof(peer)),
 			strerror(-fd));
+		ss_udp_table_unlink(&u->table, &a->entry);
+		ss_udp_table_put(&u->table, &a->entry);
+		return NULL;
+	}
+	/* SIP022: a client sends with a session of its own from the start; a
+	 * server's own session is started by its caller, for the client's
+	 * user. */
+	if (u->sip022 && (ss_2022_udp_session_init(&u->u22, &a->tx) < 0 ||
+			  ss_2022_udp_session_init(&u->u22, &a->rx) < 0 ||
+			  (u->client && ss_2022_udp_session_start(
+					    &u->u22, &a->tx, ss_udp2022_new_id(), NULL) < 0))) {
+		ss_warn("udp %s: cannot set up the session cipher state",
+			udp_peer(client, peer, sizeof(peer)));
+		ss_2022_udp_session_free(&u->u22, &a->tx);
+		ss_2022_udp_session_free(&u->u22, &a->rx);
+		close(fd);
 		ss_udp_table_unlink(&u->table, &a->entry);
 		ss_udp_table_put(&u->table, &a->entry);
 		return NULL;
@@ -267,98 +283,137 @@ int ss_udp_bound_addr(ss_udp_relay_t *u, ss_conn_t *c, struct sockaddr_storage *
 	return 0;
 }
 
-/* --- client side: ss-local, ss-tunnel --- */
+/* --- SIP004 packets: [salt][sealed address + payload][tag] --- */
 
-/* A datagram from an application: seal it and send it to the server. */
-static void udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
+/* Seals the len bytes at plain (address, then payload) in place. */
+static long udp_aead_seal(ss_udp_relay_t *u, uint8_t *plain, size_t len, uint8_t **out)
 {
 	struct ss_instance *inst = u->inst;
 	const ss_method_t *m = inst->cfg->method;
+
+	*out = plain - m->salt_len;
+	return ss_aead_seal_packet(m, inst->be, &u->aead, inst->cfg->key, plain, len, *out,
+				   SS_UDP_BUF_SIZE - (size_t)(*out - u->buf));
+}
+
+/* Opens a packet received at UDP_HEAD - salt_len; the address starts at
+ * UDP_HEAD. NULL, or why not. */
+static const char *udp_aead_open(ss_udp_relay_t *u, size_t len, ss_udp_pkt_t *p)
+{
+	struct ss_instance *inst = u->inst;
+	const ss_method_t *m = inst->cfg->method;
+	uint8_t *wire = u->buf + UDP_HEAD - m->salt_len, *plain;
+	size_t used;
+	long plen = ss_aead_open_packet(m, inst->be, &u->aead, inst->cfg->key, wire, len, &plain);
+
+	if (plen < 0)
+		return "failed to decrypt";
+	if (!u->client && ss_replay_check_add(&inst->replay, wire, m->salt_len))
+		return "repeated salt, possible replay";
+	if (ss_addr_parse(plain, (size_t)plen, &p->addr, &used) != SS_OK)
+		return "bad address header";
+	p->addr_raw = plain;
+	p->payload = plain + used;
+	p->payload_len = (size_t)plen - used;
+	return NULL;
+}
+
+/* Where a packet from the other relay lands in the buffer. */
+static uint8_t *udp_wire(ss_udp_relay_t *u)
+{
+	return u->buf + UDP_HEAD - (u->sip022 ? 0 : u->inst->cfg->method->salt_len);
+}
+
+/* --- client side: ss-local, ss-tunnel --- */
+
+/* A datagram from an application: seal it and send it to the server. The
+ * target's address is placed at UDP_HEAD and the payload right after it. */
+static void udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
+{
+	struct ss_instance *inst = u->inst;
 	struct sockaddr_storage from;
 	socklen_t fromlen = 0;
-	uint8_t *plain = u->buf + UDP_HEAD, *data;
-	size_t hdr = 0, plen;
+	uint8_t *plain = u->buf + UDP_HEAD, *data, *out;
+	size_t addr_len = 0, dlen;
 	ssize_t n;
+	long w;
 
 	if (u->socks5) {
 		/* [RSV RSV FRAG][address][data] lands with the address at plain. */
 		data = plain - 3;
 	} else {
-		hdr = ss_addr_encode(&inst->cfg->tunnel_addr, plain, SS_ADDR_MAX_ENCODED);
-		data = plain + hdr;
+		addr_len = ss_addr_encode(&inst->cfg->tunnel_addr, plain, SS_ADDR_MAX_ENCODED);
+		data = plain + addr_len;
 	}
-	size_t cap = SS_UDP_BUF_SIZE - (size_t)(data - u->buf) - SS_AEAD_TAG_LEN;
-	n = udp_recv(l->io.fd, data, cap, &from, &fromlen);
+	n = ss_udp_recv(l->io.fd, data, SS_UDP_BUF_SIZE - (size_t)(data - u->buf) - SS_AEAD_TAG_LEN,
+			&from, &fromlen);
 	if (n == -EAGAIN || n == -EWOULDBLOCK)
 		return;
 	if (n < 0) {
-		udp_drop(u, NULL, n == -EMSGSIZE ? "too large" : strerror((int)-n));
+		ss_udp_drop(u, NULL, n == -EMSGSIZE ? "too large" : strerror((int)-n));
 		return;
 	}
 	u->stats.datagrams_in++;
-	size_t used = 0; /* ss-local: the SOCKS5 header; --mtu counts what follows */
+	dlen = (size_t)n;
 	if (u->socks5) {
 		ss_addr_t target;
-		if (n < 3 || ss_socks5_parse_udp(data, (size_t)n, &target, &used) != SS_OK) {
-			udp_drop(u, (struct sockaddr *)&from, "malformed SOCKS5 UDP header");
+		size_t used;
+		if (n < 3 || ss_socks5_parse_udp(data, dlen, &target, &used) != SS_OK) {
+			ss_udp_drop(u, (struct sockaddr *)&from, "malformed SOCKS5 UDP header");
 			return;
 		}
 		if (data[2] != 0) {
-			udp_drop(u, (struct sockaddr *)&from, "fragmented SOCKS5 datagram");
+			ss_udp_drop(u, (struct sockaddr *)&from, "fragmented SOCKS5 datagram");
 			return;
 		}
-		plen = (size_t)n - 3;
-	} else {
-		plen = hdr + (size_t)n;
+		addr_len = used - 3;
+		dlen -= used;
 	}
-	if (inst->cfg->mtu && (size_t)n - used > (size_t)inst->cfg->mtu) {
-		udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
+	/* --mtu counts the payload, not the SOCKS5 header. */
+	if (inst->cfg->mtu && dlen > (size_t)inst->cfg->mtu) {
+		ss_udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
 		return;
 	}
-	ss_udp_assoc_t *a = udp_assoc_get(u, (struct sockaddr *)&from, fromlen, l->index);
+	ss_udp_assoc_t *a = ss_udp_assoc_get(u, (struct sockaddr *)&from, fromlen,
+					     (struct sockaddr *)&from, fromlen, l->index);
 	if (!a) {
-		udp_drop(u, (struct sockaddr *)&from, "no association");
+		ss_udp_drop(u, (struct sockaddr *)&from, "no association");
 		return;
 	}
 	if (a->control)
 		ss_conn_touch(a->control);
-	uint8_t *out = plain - m->salt_len;
-	long w = ss_aead_seal_packet(m, inst->be, &u->aead, inst->cfg->key, plain, plen, out,
-				     SS_UDP_BUF_SIZE - (size_t)(out - u->buf));
+	w = u->sip022 ? ss_udp2022_seal(u, a, plain, addr_len, dlen, &out)
+		      : udp_aead_seal(u, plain, addr_len + dlen, &out);
 	if (w < 0) {
-		udp_drop(u, (struct sockaddr *)&from, "sealing failed");
+		ss_udp_drop(u, (struct sockaddr *)&from, "sealing failed");
 		return;
 	}
-	udp_send(u, a->io.fd, out, (size_t)w, NULL, 0);
+	ss_udp_send(u, a->io.fd, out, (size_t)w, NULL, 0);
 }
 
 /* A datagram from the server: open it and hand it to the application. */
 static void udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
-	struct ss_instance *inst = u->inst;
-	const ss_method_t *m = inst->cfg->method;
-	const struct sockaddr *client = (struct sockaddr *)&a->entry.key;
-	uint8_t *wire = u->buf + UDP_HEAD - m->salt_len, *plain;
-	ss_addr_t src;
-	size_t used;
+	const struct sockaddr *client = (struct sockaddr *)&a->peer;
+	uint8_t *wire = udp_wire(u);
+	ss_udp_pkt_t p;
+	const char *why;
 	ssize_t n;
-	long plen;
 
-	n = udp_recv(a->io.fd, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), NULL, NULL);
+	n = ss_udp_recv(a->io.fd, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), NULL, NULL);
 	if (n == -EAGAIN || n == -EWOULDBLOCK)
 		return;
 	if (n < 0) {
 		if (n == -EMSGSIZE)
-			udp_drop(u, client, "answer too large");
+			ss_udp_drop(u, client, "answer too large");
 		return; /* ICMP errors from the server's side: nothing to tell */
 	}
-	plen = ss_aead_open_packet(m, inst->be, &u->aead, inst->cfg->key, wire, (size_t)n, &plain);
-	if (plen < 0) {
-		udp_drop(u, client, "answer from the server failed to decrypt");
-		return;
-	}
-	if (ss_addr_parse(plain, (size_t)plen, &src, &used) != SS_OK) {
-		udp_drop(u, client, "answer from the server has a bad address header");
+	why = u->sip022 ? ss_udp2022_open_answer(u, a, wire, (size_t)n, &p)
+			: udp_aead_open(u, (size_t)n, &p);
+	if (why) {
+		char text[128];
+		snprintf(text, sizeof(text), "answer from the server refused: %s", why);
+		ss_udp_drop(u, client, text);
 		return;
 	}
 	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
@@ -367,11 +422,12 @@ static void udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	u->stats.datagrams_out++;
 	int lfd = u->listeners[a->listener].io.fd;
 	if (u->socks5) {
-		uint8_t *p = plain - 3;
-		p[0] = p[1] = p[2] = 0;
-		udp_send(u, lfd, p, (size_t)plen + 3, client, a->entry.key_len);
+		uint8_t *h = p.addr_raw - 3;
+		h[0] = h[1] = h[2] = 0;
+		ss_udp_send(u, lfd, h, (size_t)(p.payload - h) + p.payload_len, client,
+			    a->peer_len);
 	} else {
-		udp_send(u, lfd, plain + used, (size_t)plen - used, client, a->entry.key_len);
+		ss_udp_send(u, lfd, p.payload, p.payload_len, client, a->peer_len);
 	}
 }
 
@@ -392,7 +448,7 @@ static void udp_server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t 
 		memcpy(&mapped.sin6_addr.s6_addr[12], &in->sin_addr, 4);
 		to = (struct sockaddr *)&mapped;
 	}
-	udp_send(u, a->io.fd, data, len, to, udp_salen(to));
+	ss_udp_send(u, a->io.fd, data, len, to, udp_salen(to));
 }
 
 static void udp_dns_done(void *arg, int status, const struct sockaddr *sa, socklen_t len)
@@ -415,10 +471,10 @@ static void udp_dns_done(void *arg, int status, const struct sockaddr *sa, sockl
 	if (!d->pending)
 		return;
 	ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(
-	    &u->table, (struct sockaddr *)&d->pending_client, sizeof(d->pending_client));
+	    &u->table, (struct sockaddr *)&d->pending_key, d->pending_key_len);
 	if (status < 0 || !a) {
-		udp_drop(u, (struct sockaddr *)&d->pending_client,
-			 status < 0 ? "target name does not resolve" : "association gone");
+		ss_udp_drop(u, a ? (struct sockaddr *)&a->peer : NULL,
+			    status < 0 ? "target name does not resolve" : "association gone");
 	} else {
 		struct sockaddr_storage to = d->addr;
 		ss_sockaddr_set_port((struct sockaddr *)&to, d->pending_port);
@@ -433,7 +489,7 @@ static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss
 {
 	ev_tstamp now = ev_now(u->loop);
 	ss_udp_dns_t *d = NULL, *victim = NULL;
-	const struct sockaddr *client = (struct sockaddr *)&a->entry.key;
+	const struct sockaddr *client = (struct sockaddr *)&a->peer;
 
 	for (size_t i = 0; i < SS_UDP_DNS_SLOTS; i++) {
 		ss_udp_dns_t *e = &u->dns[i];
@@ -446,7 +502,7 @@ static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss
 	}
 	if (d && !d->resolving && d->expires > now) {
 		if (d->failed) {
-			udp_drop(u, client, "target name does not resolve");
+			ss_udp_drop(u, client, "target name does not resolve");
 			return;
 		}
 		struct sockaddr_storage to = d->addr;
@@ -455,13 +511,13 @@ static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss
 		return;
 	}
 	if (d && d->resolving) {
-		udp_drop(u, client, "target name still resolving");
+		ss_udp_drop(u, client, "target name still resolving");
 		return;
 	}
 	if (!d)
 		d = victim;
 	if (!d) {
-		udp_drop(u, client, "too many names resolving");
+		ss_udp_drop(u, client, "too many names resolving");
 		return;
 	}
 	size_t slot = (size_t)(d - u->dns);
@@ -472,105 +528,106 @@ static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss
 	memcpy(d->pending, data, len);
 	d->pending_len = len;
 	d->pending_port = t->port;
-	memcpy(&d->pending_client, client, a->entry.key_len);
+	memcpy(&d->pending_key, &a->entry.key, a->entry.key_len);
+	d->pending_key_len = a->entry.key_len;
 	ss_resolver_lookup(&u->inst->resolver, &d->req, d->name, t->port, udp_dns_done, d);
+}
+
+void ss_udp_to_target(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *target,
+		      const uint8_t *data, size_t len)
+{
+	struct sockaddr_storage to;
+	socklen_t tolen;
+
+	if (target->atyp == SS_ATYP_DOMAIN) {
+		udp_server_send_named(u, a, target, data, len);
+		return;
+	}
+	ss_addr_to_sockaddr(target, &to, &tolen);
+	udp_server_send(u, a, data, len, (struct sockaddr *)&to);
 }
 
 /* A datagram from a client: open it and send the payload to its target. */
 static void udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 {
 	struct ss_instance *inst = u->inst;
-	const ss_method_t *m = inst->cfg->method;
 	struct sockaddr_storage from;
 	socklen_t fromlen = 0;
-	uint8_t *wire = u->buf + UDP_HEAD - m->salt_len, *plain;
-	ss_addr_t target;
-	size_t used;
+	uint8_t *wire = udp_wire(u);
+	ss_udp_assoc_t *a = NULL;
+	ss_udp_pkt_t p;
+	const char *why;
 	ssize_t n;
-	long plen;
 
-	n = udp_recv(l->io.fd, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), &from, &fromlen);
+	n = ss_udp_recv(l->io.fd, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), &from, &fromlen);
 	if (n == -EAGAIN || n == -EWOULDBLOCK)
 		return;
 	if (n < 0) {
-		udp_drop(u, NULL, n == -EMSGSIZE ? "too large" : strerror((int)-n));
+		ss_udp_drop(u, NULL, n == -EMSGSIZE ? "too large" : strerror((int)-n));
 		return;
 	}
 	u->stats.datagrams_in++;
-	plen = ss_aead_open_packet(m, inst->be, &u->aead, inst->cfg->key, wire, (size_t)n, &plain);
-	if (plen < 0) {
-		udp_drop(u, (struct sockaddr *)&from, "failed to decrypt");
+	why = u->sip022 ? ss_udp2022_open_request(u, l, &from, fromlen, wire, (size_t)n, &p, &a)
+			: udp_aead_open(u, (size_t)n, &p);
+	if (why) {
+		ss_udp_drop(u, (struct sockaddr *)&from, why);
 		return;
 	}
-	if (ss_replay_check_add(&inst->replay, wire, m->salt_len)) {
-		udp_drop(u, (struct sockaddr *)&from, "repeated salt, possible replay");
+	if (inst->cfg->mtu && p.payload_len > (size_t)inst->cfg->mtu) {
+		ss_udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
 		return;
 	}
-	if (ss_addr_parse(plain, (size_t)plen, &target, &used) != SS_OK) {
-		udp_drop(u, (struct sockaddr *)&from, "bad address header");
-		return;
-	}
-	if (inst->cfg->mtu && plen - (long)used > inst->cfg->mtu) {
-		udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
-		return;
-	}
-	ss_udp_assoc_t *a = udp_assoc_get(u, (struct sockaddr *)&from, fromlen, l->index);
+	if (!a)
+		a = ss_udp_assoc_get(u, (struct sockaddr *)&from, fromlen, (struct sockaddr *)&from,
+				     fromlen, l->index);
 	if (!a) {
-		udp_drop(u, (struct sockaddr *)&from, "no association");
+		ss_udp_drop(u, (struct sockaddr *)&from, "no association");
 		return;
 	}
-	const uint8_t *data = plain + used;
-	size_t dlen = (size_t)plen - used;
-	if (target.atyp == SS_ATYP_DOMAIN) {
-		udp_server_send_named(u, a, &target, data, dlen);
-		return;
-	}
-	struct sockaddr_storage to;
-	socklen_t tolen;
-	ss_addr_to_sockaddr(&target, &to, &tolen);
-	udp_server_send(u, a, data, dlen, (struct sockaddr *)&to);
+	ss_udp_to_target(u, a, &p.addr, p.payload, p.payload_len);
 }
 
 /* An answer from a target: wrap it with the target's address, seal it and
- * send it to the client. */
+ * send it to the client. The answer lands at UDP_HEAD; its source address
+ * goes right before it. */
 static void udp_server_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
 	struct ss_instance *inst = u->inst;
-	const ss_method_t *m = inst->cfg->method;
 	struct sockaddr_storage from;
 	socklen_t fromlen = 0;
-	uint8_t *data = u->buf + UDP_HEAD;
+	uint8_t *data = u->buf + UDP_HEAD, *out;
 	ss_addr_t src;
 	ssize_t n;
+	long w;
 
-	n = udp_recv(a->io.fd, data, SS_UDP_BUF_SIZE - UDP_HEAD - SS_AEAD_TAG_LEN, &from, &fromlen);
+	n = ss_udp_recv(a->io.fd, data, SS_UDP_BUF_SIZE - UDP_HEAD - SS_AEAD_TAG_LEN, &from,
+			&fromlen);
 	if (n == -EAGAIN || n == -EWOULDBLOCK)
 		return;
 	if (n < 0) {
 		if (n == -EMSGSIZE)
-			udp_drop(u, (struct sockaddr *)&a->entry.key, "answer too large");
+			ss_udp_drop(u, (struct sockaddr *)&a->peer, "answer too large");
 		return; /* ICMP errors: the target's side of the story, nothing to do */
 	}
 	if (inst->cfg->mtu && n > inst->cfg->mtu) {
-		udp_drop(u, (struct sockaddr *)&a->entry.key, "answer larger than --mtu");
+		ss_udp_drop(u, (struct sockaddr *)&a->peer, "answer larger than --mtu");
 		return;
 	}
 	if (ss_addr_from_sockaddr(&src, (struct sockaddr *)&from) < 0)
 		return;
 	uint8_t hdr[SS_ADDR_MAX_ENCODED];
 	size_t hlen = ss_addr_encode(&src, hdr, sizeof(hdr));
-	uint8_t *plain = data - hlen, *out = plain - m->salt_len;
-	memcpy(plain, hdr, hlen);
-	long w = ss_aead_seal_packet(m, inst->be, &u->aead, inst->cfg->key, plain, hlen + (size_t)n,
-				     out, SS_UDP_BUF_SIZE - (size_t)(out - u->buf));
+	memcpy(data - hlen, hdr, hlen);
+	w = u->sip022 ? ss_udp2022_seal(u, a, data - hlen, hlen, (size_t)n, &out)
+		      : udp_aead_seal(u, data - hlen, hlen + (size_t)n, &out);
 	if (w < 0) {
-		udp_drop(u, (struct sockaddr *)&a->entry.key, "sealing failed");
+		ss_udp_drop(u, (struct sockaddr *)&a->peer, "sealing failed");
 		return;
 	}
 	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
 	u->stats.datagrams_out++;
-	udp_send(u, u->listeners[a->listener].io.fd, out, (size_t)w,
-		 (struct sockaddr *)&a->entry.key, a->entry.key_len);
+	ss_udp_send(u, u->listeners[a->listener].io.fd, out, (size_t)w, (struct sockaddr *)&a->peer,
+		    a->peer_len);
 }
 
 /* --- watchers --- */
@@ -646,6 +703,12 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, char *err, size_t e
 		ss_udp_table_free(&u->table);
 		return rc;
 	}
+	if (cfg->method->kind == SS_METHOD_2022 && (rc = ss_udp2022_init(u, err, errlen)) < 0) {
+		inst->be->aead_free(&u->aead);
+		munmap(u->buf, SS_UDP_BUF_SIZE * (1 + SS_UDP_DNS_SLOTS));
+		ss_udp_table_free(&u->table);
+		return rc;
+	}
 	ev_init(&u->expiry, udp_expiry_cb);
 	u->expiry.data = u;
 	u->ready = true;
@@ -694,6 +757,10 @@ void ss_udp_free(ss_udp_relay_t *u)
 	}
 	ev_timer_stop(u->loop, &u->expiry);
 	u->inst->be->aead_free(&u->aead);
+	if (u->sip022) {
+		ss_2022_udp_session_free(&u->u22, &u->scratch);
+		ss_2022_udp_free(&u->u22);
+	}
 	munmap(u->buf, SS_UDP_BUF_SIZE * (1 + SS_UDP_DNS_SLOTS));
 	ss_udp_table_free(&u->table);
 	u->ready = false;

@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 
 #include "config/config.h"
+#include "crypto/aead2022.h"
 #include "crypto/primitives.h"
+#include "crypto/window.h"
 #include "net/resolver.h"
 #include "relay/udp_table.h"
 
@@ -24,14 +26,26 @@ struct ss_conn;
 #define SS_UDP_BUF_SIZE (65536 + 1024)
 #define SS_UDP_DNS_SLOTS 64
 
+/* One association: a client address, or on a SIP022 server a client
+ * session, with the socket that talks to the other side. */
 typedef struct ss_udp_assoc {
-	ss_udp_entry_t entry; /* first: key = the client's address */
+	ss_udp_entry_t entry; /* first: key = the client's address, or its session id */
 	struct ss_udp_relay *relay;
 	ev_io io;                /* the outbound socket */
 	uint8_t listener;        /* which listening socket the client talks to */
 	uint8_t server;          /* clients: the server this association uses */
 	uint8_t family;          /* of the outbound socket */
+	bool rx_known;           /* SIP022 client: a server session has been seen */
 	struct ss_conn *control; /* ss-local: the SOCKS5 connection it belongs to */
+	/* Where answers go: the client's address (on a SIP022 server, the
+	 * last one a valid packet came from). */
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	/* SIP022: the session this side sends with, and the peer's (the
+	 * client's on a server, the server's on a client) with the window of
+	 * its packet ids. */
+	ss_2022_udp_session_t tx, rx;
+	ss_window_t window;
 } ss_udp_assoc_t;
 
 typedef struct ss_udp_listener {
@@ -54,7 +68,8 @@ typedef struct ss_udp_dns {
 	uint8_t *pending; /* one datagram's payload, or NULL */
 	size_t pending_len;
 	uint16_t pending_port;
-	struct sockaddr_storage pending_client;
+	struct sockaddr_storage pending_key; /* its association's */
+	socklen_t pending_key_len;
 } ss_udp_dns_t;
 
 typedef struct ss_udp_stats {
@@ -79,6 +94,9 @@ typedef struct ss_udp_relay {
 	uint8_t *buf;
 	uint8_t *pending_area; /* SS_UDP_DNS_SLOTS datagrams, touched only when used */
 	ss_aead_t aead;
+	bool sip022;
+	ss_2022_udp_t u22;             /* SIP022: the keys */
+	ss_2022_udp_session_t scratch; /* SIP022: a new session until its packet validates */
 	ss_udp_dns_t dns[SS_UDP_DNS_SLOTS];
 	struct ss_conn *controls; /* ss-local: UDP ASSOCIATE connections not yet matched */
 	ss_udp_stats_t stats;

@@ -22,11 +22,22 @@ static void udp_canon(const struct sockaddr *sa, canon_t *c)
 		c->ip[10] = c->ip[11] = 0xff;
 		memcpy(c->ip + 12, &in->sin_addr, 4);
 		c->port = in->sin_port;
-	} else if (sa->sa_family == AF_INET6) {
+	} else if (sa->sa_family == AF_INET6 || sa->sa_family == AF_UNSPEC) {
+		/* AF_UNSPEC: a session key, laid out the same way. */
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
 		memcpy(c->ip, &in6->sin6_addr, 16);
 		c->port = in6->sin6_port;
 	}
+}
+
+void ss_udp_session_key(uint64_t id, struct sockaddr_storage *out, socklen_t *len)
+{
+	struct sockaddr_in6 *k = (struct sockaddr_in6 *)out;
+
+	memset(out, 0, sizeof(*out));
+	k->sin6_family = AF_UNSPEC;
+	memcpy(&k->sin6_addr, &id, sizeof(id));
+	*len = sizeof(*k);
 }
 
 bool ss_udp_addr_equal(const struct sockaddr *a, const struct sockaddr *b)

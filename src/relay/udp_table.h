@@ -57,6 +57,8 @@ void ss_udp_table_put(ss_udp_table_t *t, ss_udp_entry_t *e);
 /* The least recently used entry if it has been idle for timeout seconds at
  * now, else NULL. */
 ss_udp_entry_t *ss_udp_table_expired(ss_udp_table_t *t, double now, double timeout);
+/* The key of a SIP022 server's association: the client's session id. */
+void ss_udp_session_key(uint64_t id, struct sockaddr_storage *out, socklen_t *len);
 /* Same keys, including the port (IPv4-mapped IPv6 equals IPv4). */
 bool ss_udp_addr_equal(const struct sockaddr *a, const struct sockaddr *b);
 
