@@ -39,14 +39,22 @@ AEAD_METHODS = (
     "chacha20-ietf-poly1305",
     "xchacha20-ietf-poly1305",
 )
+SIP022_METHODS = (
+    "2022-blake3-aes-128-gcm",
+    "2022-blake3-aes-256-gcm",
+    "2022-blake3-chacha20-poly1305",
+)
 KEY_LEN = {
     "aes-128-gcm": 16,
     "aes-192-gcm": 24,
     "aes-256-gcm": 32,
     "chacha20-ietf-poly1305": 32,
     "xchacha20-ietf-poly1305": 32,
+    "2022-blake3-aes-128-gcm": 16,
+    "2022-blake3-aes-256-gcm": 32,
+    "2022-blake3-chacha20-poly1305": 32,
 }
-SALT_LEN = dict(KEY_LEN)  # SIP004: salt length == key length
+SALT_LEN = dict(KEY_LEN)  # SIP004 and SIP022: salt length == key length
 TAG_LEN = 16
 DEFAULT_METHOD = "chacha20-ietf-poly1305"
 
@@ -155,6 +163,15 @@ def free_port(host=LOOPBACK4, kind=socket.SOCK_STREAM):
 
 def random_password(nbytes=18):
     return secrets.token_urlsafe(nbytes)
+
+
+def is_sip022(method):
+    return method.startswith("2022-")
+
+
+def random_psk(method):
+    """A SIP022 PSK as `openssl rand -base64 N` prints it."""
+    return base64.b64encode(os.urandom(KEY_LEN[method])).decode()
 
 
 def random_key_b64(method):
@@ -950,7 +967,7 @@ def start_server(procs, exe, method=DEFAULT_METHOD, password=None, key=None,
                  host=LOOPBACK4, extra=(), probe_host=None, timeout=None):
     """ss-server on host:free port. Returns Server."""
     if password is None and key is None:
-        password = random_password()
+        password = random_psk(method) if is_sip022(method) else random_password()
     args = lambda port: (["-s", host, "-p", port, "-m", method] + _cred_args(password, key)
                          + (["-t", str(timeout)] if timeout else []) + list(extra))
     probe = probe_host or (LOOPBACK6 if host in ("::", "::1") or ":" in host else LOOPBACK4)
@@ -994,8 +1011,12 @@ def capture_client_stream(procs, local_exe, method, password, target, payload,
     to target carrying payload: valid client ciphertext that the tests can
     replay, truncate or corrupt. The server here is a CaptureServer."""
     timeout = T(10) if timeout is None else timeout
-    # At least: salt, one length chunk, header (IPv4: 7) + payload + tag.
-    need = SALT_LEN[method] + 2 + TAG_LEN + 7 + len(payload) + TAG_LEN
+    # At least: salt, one length chunk, header (IPv4: 7) + payload + tag;
+    # SIP022: salt, fixed header + tag, address, padding length, payload, tag.
+    if is_sip022(method):
+        need = SALT_LEN[method] + 11 + TAG_LEN + 7 + 2 + len(payload) + TAG_LEN
+    else:
+        need = SALT_LEN[method] + 2 + TAG_LEN + 7 + len(payload) + TAG_LEN
     with CaptureServer(quiet=T(30)) as cap:
         srv = Server(None, LOOPBACK4, cap.port, method, password)
         local = start_local(procs, local_exe, srv)

@@ -330,20 +330,13 @@ def test_bad_key_is_rejected(ss, bad):
 
 
 @pytest.mark.parametrize("prog", PROGS)
-@pytest.mark.parametrize("flag", (["--acl", "/dev/null"], ["--plugin", "obfs-local"],
-                                  ["-m", "2022-blake3-aes-256-gcm"]),
-                         ids=("acl", "plugin", "2022"))
+@pytest.mark.parametrize("flag", (["--acl", "/dev/null"], ["--plugin", "obfs-local"]),
+                         ids=("acl", "plugin"))
 def test_unsupported_features_refuse_to_start(ss, prog, flag):
     """A feature the relay cannot honour yet stops the program at start-up
     instead of running without it."""
     argv, _ = base_settings(prog, "aes-256-gcm")
-    if flag[0] == "-m":
-        i = argv.index("-m")
-        argv[i:i + 2] = flag
-        i = argv.index("-k")
-        argv[i:i + 2] = ["-k", base64.b64encode(os.urandom(32)).decode()]
-    else:
-        argv += flag
+    argv += flag
     (rc, p), = run_all(ss, [(prog, argv)])
     assert rc is not None and rc != 0, "%s %s: exit %s" % (prog, flag, rc)
     assert "not supported" in p.stderr(), p.stderr()
