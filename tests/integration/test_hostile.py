@@ -70,10 +70,12 @@ def test_random_bytes_keep_connection_open(ss, echo, n):
     assert echo.accepted == 1
 
 
-def test_random_bytes_then_peer_close(ss, echo):
+@pytest.mark.parametrize("method", (sslib.DEFAULT_METHOD, "2022-blake3-aes-128-gcm",
+                                    "2022-blake3-chacha20-poly1305"))
+def test_random_bytes_then_peer_close(ss, echo, method):
     """After garbage, a FIN from the peer ends the connection cleanly (no
     reset, no data), whatever the length."""
-    server = ss.server()
+    server = ss.server(method=method)
     socks = []
     try:
         for n in HOSTILE_LENGTHS:
@@ -93,11 +95,12 @@ def test_random_bytes_then_peer_close(ss, echo):
     check_serves(ss.local(server), echo)
 
 
-def test_random_bytes_closed_at_timeout_alike(ss, echo):
+@pytest.mark.parametrize("method", (sslib.DEFAULT_METHOD, "2022-blake3-aes-256-gcm"))
+def test_random_bytes_closed_at_timeout_alike(ss, echo, method):
     """With -t 2, every garbage connection stays open ~2 s, then is closed
     with a FIN (no reset), the same for every length."""
     timeout = 2
-    server = ss.server(timeout=timeout)
+    server = ss.server(method=method, timeout=timeout)
     socks = []
     try:
         for n in HOSTILE_LENGTHS:

@@ -339,3 +339,29 @@ def test_udp_survives_server_restart(ss, method):
                     raise AssertionError("no answer after the server restarted")
         check_exchange(app, os.urandom(3000))
         app.close()
+
+
+@pytest.mark.parametrize("method", ("2022-blake3-aes-128-gcm", "2022-blake3-chacha20-poly1305"))
+def test_udp_replayed_packet(ss, method):
+    """A packet of a real ss-tunnel, captured and sent to ss-server twice:
+    the target sees it once, and only one answer comes back."""
+    psk = sslib.random_psk(method)
+    with ssudp.UdpEcho() as uecho:
+        cap = ssudp.udp_socket()
+        with cap:
+            fake = sslib.Server(None, sslib.LOOPBACK4, cap.getsockname()[1], method, psk)
+            client = ss.tunnel(fake, uecho.addr, extra=["-u"])
+            app = App("tunnel", client, uecho.addr)
+            app.send(b"once")
+            packet, _ = cap.recvfrom(65536)
+            app.close()
+        server = ss.server(method=method, password=psk, extra=["-u"])
+        with ssudp.udp_socket() as s:
+            for _ in range(2):
+                s.sendto(packet, server.addr)
+                time.sleep(0.2)
+            s.settimeout(T(5))
+            s.recvfrom(65536)
+            ssudp.recv_nothing(s, HOLD)
+        assert uecho.count() == 1, "the replayed packet reached the target %d times" % (
+            uecho.count())
