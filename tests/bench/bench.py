@@ -21,6 +21,7 @@ Standard library only; run with /usr/bin/python3. See README.md.
 """
 
 import argparse
+import base64
 import json
 import os
 import platform
@@ -44,6 +45,29 @@ MIB = 1 << 20
 LOOPBACK = "127.0.0.1"
 DEFAULT_METHODS = "aes-256-gcm,chacha20-ietf-poly1305"
 SCENARIOS = ("upload", "download", "rr", "udp")
+# shadowsocks-libev has no Shadowsocks 2022: for a 2022 method it runs the
+# AEAD method with the same cipher, the one a user would otherwise pick.
+LIBEV_STANDIN = {
+    "2022-blake3-aes-128-gcm": "aes-128-gcm",
+    "2022-blake3-aes-256-gcm": "aes-256-gcm",
+    "2022-blake3-chacha20-poly1305": "chacha20-ietf-poly1305",
+}
+
+
+def impl_method(impl, method):
+    """The method impl actually runs for method."""
+    if impl.name == "libev":
+        return LIBEV_STANDIN.get(method, method)
+    return method
+
+
+def new_password(method):
+    """A key for one run: a base64 PSK of the right length for 2022 methods
+    (SIP022 takes no passwords), a random password otherwise."""
+    if method.startswith("2022-"):
+        size = 16 if "aes-128" in method else 32
+        return base64.b64encode(os.urandom(size)).decode()
+    return secrets.token_hex(16)
 UDP_MAX = 65507  # the largest UDP payload over IPv4
 DEFAULT_UDP_COUNT = 30000
 UDP_FAIL_LOSS = 0.05  # a udp run that loses more than this fraction is a failure, not a figure
@@ -312,8 +336,9 @@ def run_client(argv, cfg, logdir):
 def run_udp_once(impl, method, cfg, logdir):
     """One measured udp run: udp-send -> ss-tunnel -u -> ss-server -u -> udp-echo and back."""
     procs = Procs(logdir)
+    run_method = impl_method(impl, method)
     try:
-        password = secrets.token_hex(16)
+        password = new_password(run_method)
         echo = procs.start(
             "udp-echo",
             [cfg.ssload, "udp-echo", "--listen", f"{LOOPBACK}:0", "--timeout",
@@ -327,14 +352,14 @@ def run_udp_once(impl, method, cfg, logdir):
         server = procs.start(
             "ss-server",
             [impl.server, "-u", "-s", LOOPBACK, "-p", str(server_port), "-k", password,
-             "-m", method] + cfg.server_args,
+             "-m", run_method] + cfg.server_args,
             cpus=cfg.pin.get("server"),
         )
         tunnel = procs.start(
             "ss-tunnel",
             [impl.tunnel, "-u", "-s", LOOPBACK, "-p", str(server_port), "-b", LOOPBACK,
              "-l", str(tunnel_port), "-L", f"{LOOPBACK}:{echo_port}", "-k", password,
-             "-m", method] + cfg.tunnel_args,
+             "-m", run_method] + cfg.tunnel_args,
             cpus=cfg.pin.get("tunnel"),
         )
         relays = {"ss-tunnel": tunnel, "ss-server": server}
@@ -407,8 +432,9 @@ def run_once(impl, method, scenario, cfg, logdir):
     if scenario == "udp":
         return run_udp_once(impl, method, cfg, logdir)
     procs = Procs(logdir)
+    run_method = impl_method(impl, method)
     try:
-        password = secrets.token_hex(16)
+        password = new_password(run_method)
         conns = cfg.conns
         if scenario == "upload":
             sink_mode = []
@@ -438,7 +464,8 @@ def run_once(impl, method, scenario, cfg, logdir):
         server_port, tunnel_port = free_ports(2)
         server = procs.start(
             "ss-server",
-            [impl.server, "-s", LOOPBACK, "-p", str(server_port), "-k", password, "-m", method]
+            [impl.server, "-s", LOOPBACK, "-p", str(server_port), "-k", password,
+             "-m", run_method]
             + cfg.server_args,
             cpus=cfg.pin.get("server"),
         )
@@ -446,7 +473,7 @@ def run_once(impl, method, scenario, cfg, logdir):
             "ss-tunnel",
             [impl.tunnel, "-s", LOOPBACK, "-p", str(server_port), "-b", LOOPBACK,
              "-l", str(tunnel_port), "-L", f"{LOOPBACK}:{sink_port}", "-k", password,
-             "-m", method] + cfg.tunnel_args,
+             "-m", run_method] + cfg.tunnel_args,
             cpus=cfg.pin.get("tunnel"),
         )
         relays = {"ss-tunnel": tunnel, "ss-server": server}
@@ -679,6 +706,10 @@ def markdown(groups, impls, cfg, machine):
         f"{cfg.repeat} run(s) per implementation, alternating; medians shown. "
         f"GB = 10^9 bytes. CPU = utime + stime of the relay process over the transfer. "
         f"CPU affinity: {pin_text(cfg.pin)}.\n")
+    standins = sorted({(m, LIBEV_STANDIN[m]) for m in cfg.method_list if m in LIBEV_STANDIN})
+    if standins and "libev" in impls:
+        out.append("shadowsocks-libev has no Shadowsocks 2022 methods; in their rows it runs "
+                   + ", ".join(f"{b} for {a}" for a, b in standins) + ".\n")
     if machine["cpus"] <= 2:
         out.append(
             "The load tool and both relays share the CPUs: CPU per byte (or per connection, "
