@@ -304,6 +304,10 @@ static int set_psks(ss_config_t *cfg, char *err, size_t errlen)
 
 static int set_key(ss_config_t *cfg, char *err, size_t errlen)
 {
+	if (cfg->method->kind == SS_METHOD_NONE) {
+		cfg->key_ignored = cfg->key_b64[0] != '\0' || cfg->password[0] != '\0';
+		return 0;
+	}
 	if (cfg->key_b64[0] == '\0' && cfg->password[0] == '\0')
 		return ss_cfg_err(err, errlen, "missing password (-k) or key (--key)");
 	if (cfg->method->kind == SS_METHOD_2022)

@@ -69,6 +69,8 @@ typedef struct ss_config {
 	 * (which takes exactly one) its own PSK, the iPSK when it has users.
 	 * n is 0 for the other methods. */
 	ss_psk_list_t psks;
+	/* Method none: a password or key was given and is not used. */
+	bool key_ignored;
 	/* "users" (ss-server, 2022 AES methods only): the users' PSKs, each
 	 * behind the server's identity PSK. An array of n_users allocated by
 	 * the parser and freed by ss_config_clear; NULL when there are none. */

@@ -21,6 +21,10 @@ static const ss_method_t methods[] = {
     /* TCP is ChaCha20-Poly1305 with a 12-byte nonce; UDP uses
      * XChaCha20-Poly1305 with the PSK (SIP022 section 4.1). */
     {"2022-blake3-chacha20-poly1305", SS_METHOD_2022, SS_AEAD_CHACHA20_POLY1305, 32, 32, 12},
+    /* For links that are already encrypted (a TLS plugin); "plain" is
+     * shadowsocks-rust's other name for it. */
+    {"none", SS_METHOD_NONE, SS_AEAD_AES_GCM, 0, 0, 0},
+    {"plain", SS_METHOD_NONE, SS_AEAD_AES_GCM, 0, 0, 0},
 };
 
 static const char *const method_names[] = {
@@ -32,6 +36,8 @@ static const char *const method_names[] = {
     "2022-blake3-aes-128-gcm",
     "2022-blake3-aes-256-gcm",
     "2022-blake3-chacha20-poly1305",
+    "none",
+    "plain",
     NULL,
 };
 

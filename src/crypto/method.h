@@ -13,6 +13,7 @@
 typedef enum {
 	SS_METHOD_AEAD, /* SIP004 */
 	SS_METHOD_2022, /* SIP022, with SIP023 identity headers for the AES ones */
+	SS_METHOD_NONE, /* no encryption: the address header, then the bytes as they are */
 } ss_method_kind_t;
 
 typedef struct ss_method {

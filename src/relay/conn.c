@@ -208,7 +208,7 @@ static void conn_side_init(ss_conn_t *c, int side, int fd)
 static int conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
 {
 	memset(c, 0, sizeof(*c));
-	for (int d = 0; d < 2; d++) {
+	for (int d = 0; d < 2 && !inst->plain; d++) {
 		ss_codec_t *k = &c->dir[d].codec;
 		int rc = inst->sip022 ? ss_2022_stream_init(&k->v2, inst->cfg->method, inst->be)
 				      : ss_aead_stream_init(&k->v1, inst->cfg->method, inst->be);
@@ -220,7 +220,7 @@ static int conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
 
 void ss_conn_slot_free(struct ss_instance *inst, ss_conn_t *c)
 {
-	for (int d = 0; d < 2; d++) {
+	for (int d = 0; d < 2 && !inst->plain; d++) {
 		if (inst->sip022)
 			ss_2022_stream_free(&c->dir[d].codec.v2);
 		else
@@ -232,6 +232,8 @@ void ss_conn_slot_free(struct ss_instance *inst, ss_conn_t *c)
  * SIP022 client's starts once its request is sealed (pump.c). */
 static void conn_codecs_start(struct ss_instance *inst, ss_conn_t *c)
 {
+	if (inst->plain)
+		return;
 	if (inst->ops->client) {
 		if (!inst->sip022)
 			ss_aead_dec_start(&c->dir[SS_OUT].codec.v1, inst->cfg->key);
@@ -268,6 +270,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	c->hs_stage = 0;
 	c->lookup_busy = false;
 	c->lead_wait = false;
+	c->bypass = false;
 	c->next_closed = NULL;
 	c->action = inst->ops->name;
 	memset(&c->peer, 0, sizeof(c->peer));
@@ -275,7 +278,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	for (int d = 0; d < 2; d++) {
 		ss_dir_t *dir = &c->dir[d];
 		bool encode = inst->ops->client ? d == SS_IN : d == SS_OUT;
-		dir->xf = encode ? SS_XF_ENCODE : SS_XF_DECODE;
+		dir->xf = inst->plain ? SS_XF_COPY : encode ? SS_XF_ENCODE : SS_XF_DECODE;
 		dir->buf = NULL;
 		dir->keep = dir->rpos = dir->rend = 0;
 		dir->lead = 0;
@@ -308,9 +311,9 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 		return;
 	if (reason && ss_log_enabled(SS_LOG_INFO))
 		ss_info("%s %s: %s", c->action, ss_conn_peer(c, peer, sizeof(peer)), reason);
-	ss_debug("%s %s: closed, %llu bytes up, %llu bytes down", c->action,
+	ss_debug("%s %s: closed, %llu bytes up, %llu bytes down%s", c->action,
 		 ss_conn_peer(c, peer, sizeof(peer)), (unsigned long long)c->dir[SS_IN].bytes,
-		 (unsigned long long)c->dir[SS_OUT].bytes);
+		 (unsigned long long)c->dir[SS_OUT].bytes, c->bypass ? " (bypassed)" : "");
 	if (c->state == SS_CONN_UDP_CONTROL)
 		ss_udp_control_closed(&inst->udp, c);
 	c->state = SS_CONN_CLOSED;
@@ -330,7 +333,7 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 		c->dir[d].iov_n = c->dir[d].iov_i = 0;
 		if (inst->sip022)
 			ss_2022_stream_reset(&c->dir[d].codec.v2);
-		else
+		else if (!inst->plain)
 			ss_aead_stream_reset(&c->dir[d].codec.v1);
 	}
 	/* Freed by the reaper after this dispatch, so no handler up the stack
@@ -390,6 +393,10 @@ void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len)
 	struct ss_instance *inst = c->inst;
 	int fd;
 
+	if (ss_instance_target_blocked(inst, NULL, sa)) {
+		ss_conn_close(c, "target refused: in the ACL's outbound block list");
+		return;
+	}
 	/* The inbound side waits in the kernel until the outbound is ready. */
 	ss_conn_want(c, SS_IN, EV_READ, false);
 	fd = ss_sock_connect_tcp(sa, len, &inst->outopts);
@@ -429,6 +436,10 @@ void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a)
 
 	if (a != &c->target)
 		c->target = *a;
+	if (a->atyp == SS_ATYP_DOMAIN && ss_instance_target_blocked(c->inst, a->domain, NULL)) {
+		ss_conn_close(c, "target refused: in the ACL's outbound block list");
+		return;
+	}
 	if (ss_addr_to_sockaddr(a, &ss, &len) == 0) {
 		ss_conn_connect_sa(c, (struct sockaddr *)&ss, len);
 		return;
@@ -450,6 +461,68 @@ void ss_conn_connect_server(ss_conn_t *c)
 	ss_conn_connect_sa(c, (struct sockaddr *)&inst->servers[i], inst->server_lens[i]);
 }
 
+/* Acts on the ACL's answer; sa is the target's address when it was
+ * looked up for the decision. */
+static void conn_route(ss_conn_t *c, ss_acl_decision_t d, const struct sockaddr *sa, socklen_t len)
+{
+	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN];
+
+	if (d != SS_ACL_BYPASS) {
+		ss_conn_connect_server(c);
+		return;
+	}
+	c->bypass = true;
+	c->dir[SS_IN].xf = c->dir[SS_OUT].xf = SS_XF_COPY;
+	if (ss_log_enabled(SS_LOG_INFO))
+		ss_info("%s %s: bypass %s (ACL)", c->action, ss_conn_peer(c, peer, sizeof(peer)),
+			ss_addr_format(&c->target, target, sizeof(target)));
+	if (sa)
+		ss_conn_connect_sa(c, sa, len);
+	else
+		ss_conn_connect_addr(c, &c->target);
+}
+
+static void conn_route_resolved(void *arg, int status, const struct sockaddr *sa, socklen_t len)
+{
+	ss_conn_t *c = arg;
+	ss_acl_t *acl = c->inst->acl;
+
+	c->lookup_busy = false;
+	if (c->state != SS_CONN_RESOLVING)
+		return; /* closed meanwhile; the reaper frees it */
+	ss_acl_decision_t d =
+	    ss_acl_resolve(acl, status < 0 ? SS_ACL_UNDECIDED : ss_acl_match_addr(acl, sa));
+	if (d == SS_ACL_BYPASS && status < 0) {
+		/* Going direct needs the address the lookup did not give. */
+		c->inst->ops->connected(c, EHOSTUNREACH);
+		return;
+	}
+	conn_route(c, d, status < 0 ? NULL : sa, len);
+}
+
+void ss_conn_connect_route(ss_conn_t *c)
+{
+	struct ss_instance *inst = c->inst;
+	ss_acl_decision_t d;
+
+	if (!inst->acl) {
+		ss_conn_connect_server(c);
+		return;
+	}
+	d = ss_acl_match_target(inst->acl, &c->target);
+	if (d == SS_ACL_UNDECIDED && c->target.atyp == SS_ATYP_DOMAIN && inst->acl_by_addr) {
+		ss_conn_want(c, SS_IN, EV_READ, false);
+		c->state = SS_CONN_RESOLVING;
+		c->lookup_busy = true;
+		c->deadline_connect = ev_now(inst->loop) + inst->connect_timeout;
+		conn_arm_timer(c);
+		ss_resolver_lookup(&inst->resolver, &c->lookup, c->target.domain, c->target.port,
+				   conn_route_resolved, c);
+		return;
+	}
+	conn_route(c, ss_acl_resolve(inst->acl, d), NULL, 0);
+}
+
 void ss_conn_stream(ss_conn_t *c)
 {
 	c->state = SS_CONN_STREAM;
@@ -469,14 +542,16 @@ void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n)
 
 	dir->rpos = dir->rend = 0;
 	lead = ss_pump_lead_area(c, SS_IN);
-	/* SIP022 puts the address in the request header, sealed with it. */
-	hdr = c->inst->sip022 ? 0 : ss_addr_encode(&c->target, lead, SS_ADDR_MAX_ENCODED);
+	/* SIP022 puts the address in the request header, sealed with it; a
+	 * bypassed connection sends none. */
+	hdr = c->inst->sip022 || c->bypass ? 0
+					   : ss_addr_encode(&c->target, lead, SS_ADDR_MAX_ENCODED);
 	if (n)
 		memmove(lead + hdr, extra, n);
 	dir->lead = hdr + n;
-	dir->hdr_pending = true;
+	dir->hdr_pending = !c->bypass;
 	/* Wait a moment for the first payload, so it rides with the header. */
-	c->lead_wait = n == 0;
+	c->lead_wait = n == 0 && !c->bypass;
 	ss_conn_stream(c);
 }
 

@@ -91,6 +91,7 @@ typedef struct ss_conn {
 	uint8_t hs_stage;   /* the handshake's own sub-state */
 	bool lookup_busy;   /* a resolver callback is still owed */
 	bool lead_wait;     /* waiting briefly for a first payload to ride with the header */
+	bool bypass;        /* client: the ACL sends it straight to its target */
 	const char *action; /* what it was doing, for log lines */
 	ss_side_t side[2];
 	ss_dir_t dir[2];
@@ -135,6 +136,11 @@ void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a);
 void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len);
 /* Connects to one of the configured servers (clients). */
 void ss_conn_connect_server(ss_conn_t *c);
+/* Clients: connects toward c->target, through a server or, when the ACL
+ * says bypass, straight to it (both directions then copy). A name is looked
+ * up first only when no name rule decides and address rules might. On the
+ * result calls ops->connected. */
+void ss_conn_connect_route(ss_conn_t *c);
 /* Enters STREAM and starts both pumps. */
 void ss_conn_stream(ss_conn_t *c);
 /* Clients: puts the target's address header, then n bytes of extra (early

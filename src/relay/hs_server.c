@@ -161,12 +161,40 @@ static void server_inbound_2022(ss_conn_t *c)
 	ss_conn_connect_addr(c, &c->target);
 }
 
+/* Method none: the address header in the clear, then the payload. */
+static void server_inbound_plain(ss_conn_t *c)
+{
+	ss_dir_t *dir = &c->dir[SS_IN];
+	size_t used;
+	int r = ss_addr_parse(dir->buf, dir->rend, &c->target, &used);
+
+	if (r == SS_AGAIN) {
+		if (dir->rend == SS_RELAY_BUF_SIZE)
+			ss_conn_close(c, "address header too long");
+		return;
+	}
+	if (r == SS_ERR) {
+		ss_conn_close(c, "invalid address header");
+		return;
+	}
+	server_log_connect(c, NULL);
+	dir->iov_i = dir->iov_n = 0;
+	if (dir->rend > used) {
+		dir->iov[dir->iov_n++] = (struct iovec){dir->buf + used, dir->rend - used};
+		dir->bytes = dir->rend - used;
+	}
+	dir->rpos = dir->rend = 0;
+	ss_conn_connect_addr(c, &c->target);
+}
+
 static void server_inbound(ss_conn_t *c)
 {
 	if (!server_read(c))
 		return;
 	if (c->inst->sip022)
 		server_inbound_2022(c);
+	else if (c->inst->plain)
+		server_inbound_plain(c);
 	else
 		server_inbound_aead(c);
 }

@@ -152,7 +152,7 @@ static void socks5_inbound(ss_conn_t *c)
 	}
 	/* Early payload stays in the handshake area until the stream starts. */
 	dir->rpos = used;
-	ss_conn_connect_server(c);
+	ss_conn_connect_route(c);
 }
 
 static ss_socks5_rep_t socks5_rep_for(int err)
@@ -179,7 +179,8 @@ static void socks5_connected(ss_conn_t *c, int err)
 	char why[128];
 
 	if (err) {
-		snprintf(why, sizeof(why), "cannot connect to the server: %s", strerror(err));
+		snprintf(why, sizeof(why), "cannot connect to %s: %s",
+			 c->bypass ? "the target" : "the server", strerror(err));
 		socks5_fail(c, socks5_rep_for(err), why);
 		return;
 	}

@@ -11,7 +11,7 @@ static void tunnel_accepted(ss_conn_t *c)
 {
 	c->target = c->inst->cfg->tunnel_addr;
 	c->action = "tunnel";
-	ss_conn_connect_server(c);
+	ss_conn_connect_route(c);
 }
 
 static void tunnel_inbound(ss_conn_t *c)
@@ -24,7 +24,8 @@ static void tunnel_connected(ss_conn_t *c, int err)
 	char msg[128];
 
 	if (err) {
-		snprintf(msg, sizeof(msg), "cannot connect to the server: %s", strerror(err));
+		snprintf(msg, sizeof(msg), "cannot connect to %s: %s",
+			 c->bypass ? "the target" : "the server", strerror(err));
 		ss_conn_close(c, msg);
 		return;
 	}

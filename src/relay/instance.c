@@ -94,8 +94,32 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			}
 			return;
 		}
+		if (!inst->ops->client &&
+		    !ss_instance_client_allowed(inst, (struct sockaddr *)&peer)) {
+			char who[SS_ADDR_STRLEN];
+			ss_info("server %s: refused by the ACL",
+				ss_sockaddr_format((struct sockaddr *)&peer, who, sizeof(who)));
+			close(fd);
+			continue;
+		}
 		ss_conn_accept(inst, fd, (struct sockaddr *)&peer, plen);
 	}
+}
+
+bool ss_instance_client_allowed(struct ss_instance *inst, const struct sockaddr *sa)
+{
+	if (!inst->acl)
+		return true;
+	return ss_acl_resolve(inst->acl, ss_acl_match_addr(inst->acl, sa)) == SS_ACL_ACCEPT;
+}
+
+bool ss_instance_target_blocked(struct ss_instance *inst, const char *host,
+				const struct sockaddr *sa)
+{
+	if (!inst->acl || inst->ops->client)
+		return false;
+	return (host && ss_acl_outbound_blocked_host(inst->acl, host)) ||
+	       (sa && ss_acl_outbound_blocked_addr(inst->acl, sa));
 }
 
 static void instance_reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
@@ -207,6 +231,8 @@ static int instance_setup_replay(struct ss_instance *inst, char *err, size_t err
 	const ss_config_t *cfg = inst->cfg;
 	int rc;
 
+	if (inst->plain)
+		return 0; /* nothing to replay against */
 	if (!inst->sip022) {
 		if (ss_replay_init(&inst->replay, REPLAY_CAPACITY, REPLAY_FP_RATE) < 0) {
 			snprintf(err, errlen, "cannot allocate the replay filter");
@@ -228,6 +254,25 @@ static int instance_setup_replay(struct ss_instance *inst, char *err, size_t err
 	return rc;
 }
 
+static int instance_setup_acl(struct ss_instance *inst, char *err, size_t errlen)
+{
+	ss_acl_stats_t st;
+	int rc = ss_acl_load(&inst->acl, inst->cfg->acl, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	ss_acl_stats(inst->acl, &st);
+	inst->acl_by_addr = st.bypass.ipv4 + st.bypass.ipv6 + st.proxy.ipv4 + st.proxy.ipv6 > 0;
+	ss_info("ACL %s: bypass/reject %zu addresses, %zu names; proxy/accept %zu addresses, %zu "
+		"names; outbound block %zu addresses, %zu names; default %s",
+		inst->cfg->acl, st.bypass.ipv4 + st.bypass.ipv6,
+		st.bypass.domains + st.bypass.regexes, st.proxy.ipv4 + st.proxy.ipv6,
+		st.proxy.domains + st.proxy.regexes, st.block.ipv4 + st.block.ipv6,
+		st.block.domains + st.block.regexes,
+		ss_acl_default(inst->acl) == SS_ACL_PROXY ? "proxy/accept" : "bypass/reject");
+	return 0;
+}
+
 int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t **out, char *err,
 		       size_t errlen)
 {
@@ -242,11 +287,11 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->cfg = cfg;
 	inst->loop = loop;
 	inst->sip022 = cfg->method->kind == SS_METHOD_2022;
-	/* Silently running without a requested ACL or plugin would be worse
-	 * than not starting. */
-	if (cfg->acl[0] || cfg->plugin[0]) {
-		snprintf(err, errlen, "%s is not supported yet",
-			 cfg->acl[0] ? "--acl/\"acl\"" : "--plugin/\"plugin\"");
+	inst->plain = cfg->method->kind == SS_METHOD_NONE;
+	/* Silently running without a requested plugin would be worse than
+	 * not starting. */
+	if (cfg->plugin[0]) {
+		snprintf(err, errlen, "--plugin/\"plugin\" is not supported yet");
 		free(inst);
 		return -ENOTSUP;
 	}
@@ -277,6 +322,8 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	if (cfg->prog == SS_PROG_SERVER && (rc = instance_setup_replay(inst, err, errlen)) < 0)
 		goto fail;
 	if (instance_setup_outbound(inst, err, errlen) < 0)
+		goto fail;
+	if (cfg->acl[0] && (rc = instance_setup_acl(inst, err, errlen)) < 0)
 		goto fail;
 
 	bool udp = cfg->mode != SS_MODE_TCP_ONLY;
@@ -347,6 +394,7 @@ void ss_instance_destroy(ss_instance_t *inst)
 	ev_prepare_stop(inst->loop, &inst->reaper);
 	ss_replay_free(&inst->replay);
 	ss_saltpool_free(&inst->saltpool);
+	ss_acl_free(inst->acl);
 	ss_2022_users_free(&inst->users);
 	ss_pool_destroy(&inst->bufs);
 	ss_pool_destroy(&inst->conns);

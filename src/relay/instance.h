@@ -6,6 +6,7 @@
 #include "config/config.h"
 #include "crypto/aead2022.h"
 #include "crypto/saltpool.h"
+#include "proto/acl.h"
 #include "crypto/replay.h"
 #include "net/resolver.h"
 #include "net/sock.h"
@@ -28,6 +29,9 @@ struct ss_instance {
 	ss_pool_t bufs;
 	ss_resolver_t resolver;
 	bool sip022;            /* a 2022 method: the ss_codec_t in use is v2 */
+	bool plain;             /* method none: no codec, both directions copy */
+	ss_acl_t *acl;          /* --acl, or NULL */
+	bool acl_by_addr;       /* the ACL has address rules: names may need a lookup */
 	ss_replay_t replay;     /* server, SIP004: salts seen (Bloom filters) */
 	ss_saltpool_t saltpool; /* server, SIP022: request salts of the last 60 s */
 	ss_2022_users_t users;  /* server, SIP022 with "users" */
@@ -61,6 +65,14 @@ static inline ss_2022_users_t *ss_instance_users(struct ss_instance *inst)
 {
 	return inst->users.n ? &inst->users : NULL;
 }
+
+/* ss-server with an ACL: whether a client at sa may connect (TCP) or send
+ * (UDP). */
+bool ss_instance_client_allowed(struct ss_instance *inst, const struct sockaddr *sa);
+/* ss-server with an ACL: whether a target is in [outbound_block_list], by
+ * name (may be NULL) or address (may be NULL). */
+bool ss_instance_target_blocked(struct ss_instance *inst, const char *host,
+				const struct sockaddr *sa);
 
 /* Called by the connection code when a slot frees. */
 void ss_instance_slot_freed(struct ss_instance *inst);

@@ -50,6 +50,9 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		break;
 	}
 	ss_log_setup(name, cfg.verbose, cfg.use_syslog);
+	if (cfg.key_ignored)
+		ss_warn("method %s encrypts nothing: the password or key is not used",
+			cfg.method->name);
 	if (cfg.nofile > 0 && ss_proc_set_nofile(cfg.nofile, err, sizeof(err)) < 0)
 		ss_warn("%s", err);
 

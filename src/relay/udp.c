@@ -283,7 +283,8 @@ int ss_udp_bound_addr(ss_udp_relay_t *u, ss_conn_t *c, struct sockaddr_storage *
 	return 0;
 }
 
-/* --- SIP004 packets: [salt][sealed address + payload][tag] --- */
+/* --- SIP004 packets: [salt][sealed address + payload][tag]; method none:
+ * [address][payload] --- */
 
 /* Seals the len bytes at plain (address, then payload) in place. */
 static long udp_aead_seal(ss_udp_relay_t *u, uint8_t *plain, size_t len, uint8_t **out)
@@ -292,6 +293,8 @@ static long udp_aead_seal(ss_udp_relay_t *u, uint8_t *plain, size_t len, uint8_t
 	const ss_method_t *m = inst->cfg->method;
 
 	*out = plain - m->salt_len;
+	if (m->kind == SS_METHOD_NONE)
+		return (long)len;
 	return ss_aead_seal_packet(m, inst->be, &u->aead, inst->cfg->key, plain, len, *out,
 				   SS_UDP_BUF_SIZE - (size_t)(*out - u->buf));
 }
@@ -304,12 +307,17 @@ static const char *udp_aead_open(ss_udp_relay_t *u, size_t len, ss_udp_pkt_t *p)
 	const ss_method_t *m = inst->cfg->method;
 	uint8_t *wire = u->buf + UDP_HEAD - m->salt_len, *plain;
 	size_t used;
-	long plen = ss_aead_open_packet(m, inst->be, &u->aead, inst->cfg->key, wire, len, &plain);
+	long plen = (long)len;
 
-	if (plen < 0)
-		return "failed to decrypt";
-	if (!u->client && ss_replay_check_add(&inst->replay, wire, m->salt_len))
-		return "repeated salt, possible replay";
+	plain = wire;
+	if (m->kind != SS_METHOD_NONE) {
+		plen =
+		    ss_aead_open_packet(m, inst->be, &u->aead, inst->cfg->key, wire, len, &plain);
+		if (plen < 0)
+			return "failed to decrypt";
+		if (!u->client && ss_replay_check_add(&inst->replay, wire, m->salt_len))
+			return "repeated salt, possible replay";
+	}
 	if (ss_addr_parse(plain, (size_t)plen, &p->addr, &used) != SS_OK)
 		return "bad address header";
 	p->addr_raw = plain;
@@ -438,6 +446,11 @@ static void udp_server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t 
 {
 	struct sockaddr_in6 mapped;
 
+	if (ss_instance_target_blocked(u->inst, NULL, to)) {
+		ss_udp_drop(u, (struct sockaddr *)&a->peer,
+			    "target in the ACL's outbound block list");
+		return;
+	}
 	/* A dual-stack socket reaches IPv4 targets through mapped addresses. */
 	if (to->sa_family == AF_INET && a->family == AF_INET6) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)to;
@@ -491,6 +504,10 @@ static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss
 	ss_udp_dns_t *d = NULL, *victim = NULL;
 	const struct sockaddr *client = (struct sockaddr *)&a->peer;
 
+	if (ss_instance_target_blocked(u->inst, t->domain, NULL)) {
+		ss_udp_drop(u, client, "target in the ACL's outbound block list");
+		return;
+	}
 	for (size_t i = 0; i < SS_UDP_DNS_SLOTS; i++) {
 		ss_udp_dns_t *e = &u->dns[i];
 		if (e->name[0] && strcmp(e->name, t->domain) == 0) {
@@ -567,6 +584,10 @@ static void udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 		return;
 	}
 	u->stats.datagrams_in++;
+	if (!ss_instance_client_allowed(inst, (struct sockaddr *)&from)) {
+		ss_udp_drop(u, (struct sockaddr *)&from, "client refused by the ACL");
+		return;
+	}
 	why = u->sip022 ? ss_udp2022_open_request(u, l, &from, fromlen, wire, (size_t)n, &p, &a)
 			: udp_aead_open(u, (size_t)n, &p);
 	if (why) {

@@ -958,9 +958,10 @@ class Client:
 
 
 def _cred_args(password, key):
+    """password "" means none at all (method none needs no key)."""
     if key is not None:
         return ["--key", key]
-    return ["-k", password]
+    return ["-k", password] if password != "" else []
 
 
 def start_server(procs, exe, method=DEFAULT_METHOD, password=None, key=None,
@@ -1012,8 +1013,11 @@ def capture_client_stream(procs, local_exe, method, password, target, payload,
     replay, truncate or corrupt. The server here is a CaptureServer."""
     timeout = T(10) if timeout is None else timeout
     # At least: salt, one length chunk, header (IPv4: 7) + payload + tag;
-    # SIP022: salt, fixed header + tag, address, padding length, payload, tag.
-    if is_sip022(method):
+    # SIP022: salt, fixed header + tag, address, padding length, payload, tag;
+    # none: the header and the payload.
+    if method in ("none", "plain"):
+        need = 7 + len(payload)
+    elif is_sip022(method):
         need = SALT_LEN[method] + 11 + TAG_LEN + 7 + 2 + len(payload) + TAG_LEN
     else:
         need = SALT_LEN[method] + 2 + TAG_LEN + 7 + len(payload) + TAG_LEN

@@ -330,8 +330,7 @@ def test_bad_key_is_rejected(ss, bad):
 
 
 @pytest.mark.parametrize("prog", PROGS)
-@pytest.mark.parametrize("flag", (["--acl", "/dev/null"], ["--plugin", "obfs-local"]),
-                         ids=("acl", "plugin"))
+@pytest.mark.parametrize("flag", (["--plugin", "obfs-local"],), ids=("plugin",))
 def test_unsupported_features_refuse_to_start(ss, prog, flag):
     """A feature the relay cannot honour yet stops the program at start-up
     instead of running without it."""

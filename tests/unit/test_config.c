@@ -230,6 +230,19 @@ static void test_key_flag(void **state)
 		     "not base64!", NULL);
 }
 
+/* Method none takes no key; one given anyway is flagged for a warning. */
+static void test_none_no_key(void **state)
+{
+	(void)state;
+	expect_run(SS_PROG_SERVER, "-p", "1", "-m", "none", NULL);
+	assert_int_equal(cfg.method->kind, SS_METHOD_NONE);
+	assert_false(cfg.key_ignored);
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "-m", "plain", "-k", "pw", NULL);
+	assert_true(cfg.key_ignored);
+	assert_string_equal(cfg.password, "");
+	expect_error("missing password", SS_PROG_SERVER, "-p", "1", "-m", "aes-256-gcm", NULL);
+}
+
 /* 2022 methods take the base64 PSK as password, never EVP_BytesToKey. */
 static void test_2022_psk(void **state)
 {
@@ -1060,6 +1073,7 @@ int main(void)
 	    cmocka_unit_test(test_local_every_flag),
 	    cmocka_unit_test(test_long_forms),
 	    cmocka_unit_test(test_key_flag),
+	    cmocka_unit_test(test_none_no_key),
 	    cmocka_unit_test(test_2022_psk),
 	    cmocka_unit_test(test_2022_psk_list),
 	    cmocka_unit_test(test_help),

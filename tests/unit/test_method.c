@@ -17,7 +17,7 @@
 #define SUPPORTED                                                                                  \
 	"aes-128-gcm, aes-192-gcm, aes-256-gcm, chacha20-ietf-poly1305, "                          \
 	"xchacha20-ietf-poly1305, 2022-blake3-aes-128-gcm, 2022-blake3-aes-256-gcm, "              \
-	"2022-blake3-chacha20-poly1305"
+	"2022-blake3-chacha20-poly1305, none, plain"
 
 static const ss_method_t *lookup(const char *name)
 {
@@ -51,6 +51,8 @@ static void test_lookup(void **state)
 	    {"2022-blake3-aes-256-gcm", SS_METHOD_2022, SS_AEAD_AES_GCM, 32, 32, 12, true},
 	    {"2022-blake3-chacha20-poly1305", SS_METHOD_2022, SS_AEAD_CHACHA20_POLY1305, 32, 32, 12,
 	     false},
+	    {"none", SS_METHOD_NONE, SS_AEAD_AES_GCM, 0, 0, 0, false},
+	    {"plain", SS_METHOD_NONE, SS_AEAD_AES_GCM, 0, 0, 0, false},
 	};
 	const char *const *names = ss_method_names();
 	(void)state;
