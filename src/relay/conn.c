@@ -89,7 +89,7 @@ static bool conn_sink_moving(ss_conn_t *c)
 
 	for (int d = 0; d < 2; d++) {
 		ss_dir_t *dir = &c->dir[d];
-		if (!dir->iov_n || c->side[!d].fd < 0)
+		if ((!dir->iov_n && !dir->sp.in_pipe) || c->side[!d].fd < 0)
 			continue;
 		long q = ss_sock_outq(c->side[!d].fd);
 		if (q >= 0 && (uint32_t)q < dir->outq) {
@@ -285,7 +285,9 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 		dir->iov_n = dir->iov_i = 0;
 		dir->outq = UINT32_MAX;
 		dir->started = dir->eof = dir->shut = dir->hdr_pending = false;
-		dir->bytes = 0;
+		dir->splice = dir->copy_once = false;
+		dir->bytes = dir->spliced = 0;
+		ss_splice_init(&dir->sp, NULL);
 	}
 	conn_codecs_start(inst, c);
 	conn_side_init(c, SS_IN, fd);
@@ -311,9 +313,11 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 		return;
 	if (reason && ss_log_enabled(SS_LOG_INFO))
 		ss_info("%s %s: %s", c->action, ss_conn_peer(c, peer, sizeof(peer)), reason);
-	ss_debug("%s %s: closed, %llu bytes up, %llu bytes down%s", c->action,
+	ss_debug("%s %s: closed, %llu bytes up, %llu bytes down, %llu spliced%s", c->action,
 		 ss_conn_peer(c, peer, sizeof(peer)), (unsigned long long)c->dir[SS_IN].bytes,
-		 (unsigned long long)c->dir[SS_OUT].bytes, c->bypass ? " (bypassed)" : "");
+		 (unsigned long long)c->dir[SS_OUT].bytes,
+		 (unsigned long long)(c->dir[SS_IN].spliced + c->dir[SS_OUT].spliced),
+		 c->bypass ? " (bypassed)" : "");
 	if (c->state == SS_CONN_UDP_CONTROL)
 		ss_udp_control_closed(&inst->udp, c);
 	c->state = SS_CONN_CLOSED;
@@ -330,6 +334,7 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 	inst->stats.bytes_down += c->dir[SS_OUT].bytes;
 	for (int d = 0; d < 2; d++) {
 		ss_conn_buf_release(c, d);
+		ss_splice_close(&c->dir[d].sp);
 		c->dir[d].iov_n = c->dir[d].iov_i = 0;
 		if (inst->sip022)
 			ss_2022_stream_reset(&c->dir[d].codec.v2);
@@ -525,6 +530,10 @@ void ss_conn_connect_route(ss_conn_t *c)
 
 void ss_conn_stream(ss_conn_t *c)
 {
+	/* Bytes that need no transform go from socket to socket in the
+	 * kernel: method none after the header, and bypassed connections. */
+	for (int d = 0; d < 2; d++)
+		c->dir[d].splice = c->dir[d].xf == SS_XF_COPY && c->inst->splice_ok;
 	c->state = SS_CONN_STREAM;
 	ss_conn_touch(c);
 	conn_arm_timer(c);

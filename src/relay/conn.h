@@ -9,6 +9,7 @@
 
 #include "crypto/aead.h"
 #include "crypto/aead2022.h"
+#include "net/splice.h"
 #include "net/resolver.h"
 #include "proto/addr.h"
 
@@ -76,10 +77,14 @@ typedef struct ss_dir {
 	uint8_t iov_i;
 	bool started;     /* ENCODE: salt sent */
 	bool hdr_pending; /* ENCODE, clients: the request header is still to go */
+	bool splice;      /* COPY between two TCP sockets: moved with splice(2) */
+	bool copy_once;   /* splicing, but the next read goes through user space */
 	bool eof;         /* source reached EOF */
 	bool shut;        /* SHUT_WR done on the sink */
 	struct iovec iov[SS_DIR_MAX_IOV];
-	uint64_t bytes; /* plaintext bytes delivered */
+	uint64_t bytes;   /* plaintext bytes delivered */
+	uint64_t spliced; /* of which moved by splice(2) */
+	ss_splice_t sp;
 } ss_dir_t;
 
 struct ss_instance;

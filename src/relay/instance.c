@@ -288,6 +288,7 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->loop = loop;
 	inst->sip022 = cfg->method->kind == SS_METHOD_2022;
 	inst->plain = cfg->method->kind == SS_METHOD_NONE;
+	inst->splice_ok = ss_splice_supported();
 	/* Silently running without a requested plugin would be worse than
 	 * not starting. */
 	if (cfg->plugin[0]) {

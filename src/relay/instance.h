@@ -32,6 +32,7 @@ struct ss_instance {
 	bool plain;             /* method none: no codec, both directions copy */
 	ss_acl_t *acl;          /* --acl, or NULL */
 	bool acl_by_addr;       /* the ACL has address rules: names may need a lookup */
+	bool splice_ok;         /* splice(2) may move COPY directions (ss_splice_supported) */
 	ss_replay_t replay;     /* server, SIP004: salts seen (Bloom filters) */
 	ss_saltpool_t saltpool; /* server, SIP022: request salts of the last 60 s */
 	ss_2022_users_t users;  /* server, SIP022 with "users" */

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -251,6 +252,14 @@ static int pump_fill(ss_conn_t *c, int d)
 			n = readv(fd, iov, SS_ENC_CHUNKS);
 		} else if (dir->xf == SS_XF_DECODE) {
 			n = read(fd, buf + dir->rend, SS_RELAY_BUF_SIZE - dir->rend);
+		} else if (dir->sp.in_pipe) {
+			/* Splicing fell back: what it took from the source goes
+			 * first. */
+			n = ss_splice_drain(&dir->sp, buf, SS_RELAY_BUF_SIZE);
+			if (n < 0) {
+				errno = (int)-n;
+				n = -1;
+			}
 		} else {
 			n = read(fd, buf + dir->lead, SS_RELAY_BUF_SIZE - dir->lead);
 		}
@@ -326,12 +335,82 @@ static void pump_shut(ss_conn_t *c, int d)
 	}
 }
 
+/* Whether direction d moves its bytes with splice(2) now: nothing of its own
+ * waits in user space, and it has not fallen back to copying. */
+static bool pump_splicing(const ss_dir_t *dir)
+{
+	return dir->splice && !dir->sp.off && !dir->copy_once && !dir->iov_n && !dir->lead &&
+	       !dir->hdr_pending;
+}
+
+/* Moves direction d with splice(2), with the same watchers, half-close and
+ * counters as the copy below. true: the copy path must take the next read
+ * (a fallback, or urgent data at the head of the source); false: done for
+ * this wake-up. */
+static bool pump_splice(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+	int src = d, dst = !d;
+	char why[96];
+
+	for (int round = 0; round < PUMP_ROUNDS; round++) {
+		size_t moved = 0;
+		int err = 0;
+		ss_splice_result_t r =
+		    ss_splice_move(&dir->sp, c->side[src].fd, c->side[dst].fd, &moved, &err);
+
+		if (moved) {
+			dir->bytes += moved;
+			dir->spliced += moved;
+			ss_conn_touch(c);
+		}
+		switch (r) {
+		case SS_SPLICE_PROGRESS:
+			continue;
+		case SS_SPLICE_WAIT_READ:
+			ss_conn_want(c, dst, EV_WRITE, false);
+			ss_conn_want(c, src, EV_READ, true);
+			return false;
+		case SS_SPLICE_WAIT_WRITE:
+			dir->outq = UINT32_MAX;
+			ss_conn_want(c, src, EV_READ, false);
+			ss_conn_want(c, dst, EV_WRITE, true);
+			return false;
+		case SS_SPLICE_EOF:
+			ss_conn_want(c, dst, EV_WRITE, false);
+			dir->eof = true;
+			pump_shut(c, d);
+			return false;
+		case SS_SPLICE_COPY:
+			if (dir->sp.off)
+				ss_debug("%s: splice(2) unavailable here; copying", c->action);
+			else
+				dir->copy_once = true; /* urgent data: a read() steps over it */
+			return true;
+		case SS_SPLICE_ERROR:
+			snprintf(why, sizeof(why), "relaying %s failed: %s",
+				 d == SS_IN ? "to the outbound side" : "to the inbound side",
+				 strerror(err));
+			ss_conn_close(c, why);
+			return false;
+		}
+	}
+	/* Still busy: come back through the loop, after the other connections. */
+	if (dir->sp.in_pipe)
+		ss_conn_want(c, dst, EV_WRITE, true);
+	else
+		ss_conn_want(c, src, EV_READ, true);
+	return false;
+}
+
 void ss_pump(ss_conn_t *c, int d)
 {
 	ss_dir_t *dir = &c->dir[d];
 	int src = d, dst = !d;
 
 	for (int round = 0; round < PUMP_ROUNDS; round++) {
+		if (pump_splicing(dir) && !pump_splice(c, d))
+			return;
 		if (dir->iov_n) {
 			int r = pump_flush(c, dir, c->side[dst].fd);
 			if (r == SS_AGAIN) {
@@ -361,6 +440,7 @@ void ss_pump(ss_conn_t *c, int d)
 			return;
 		}
 		int r = pump_fill(c, d);
+		dir->copy_once = false;
 		if (r == SS_AGAIN) {
 			ss_conn_want(c, src, EV_READ, true);
 			return;

@@ -965,7 +965,7 @@ def _cred_args(password, key):
 
 
 def start_server(procs, exe, method=DEFAULT_METHOD, password=None, key=None,
-                 host=LOOPBACK4, extra=(), probe_host=None, timeout=None):
+                 host=LOOPBACK4, extra=(), probe_host=None, timeout=None, env=None):
     """ss-server on host:free port. Returns Server."""
     if password is None and key is None:
         password = random_psk(method) if is_sip022(method) else random_password()
@@ -974,12 +974,12 @@ def start_server(procs, exe, method=DEFAULT_METHOD, password=None, key=None,
     probe = probe_host or (LOOPBACK6 if host in ("::", "::1") or ":" in host else LOOPBACK4)
     if host == "0.0.0.0":
         probe = LOOPBACK4
-    p, port = procs.start_listening(exe, args, host=probe)
+    p, port = procs.start_listening(exe, args, host=probe, env=env)
     return Server(p, probe, port, method, password, key)
 
 
 def start_local(procs, exe, server, method=None, password=None, key=None,
-                host=LOOPBACK4, extra=(), timeout=None):
+                host=LOOPBACK4, extra=(), timeout=None, env=None):
     """ss-local (SOCKS5) on host:free port, using server (a Server)."""
     method = method or server.method
     if password is None and key is None:
@@ -987,12 +987,12 @@ def start_local(procs, exe, server, method=None, password=None, key=None,
     args = lambda port: (["-s", server.host, "-p", server.port, "-b", host, "-l", port,
                           "-m", method] + _cred_args(password, key)
                          + (["-t", str(timeout)] if timeout else []) + list(extra))
-    p, port = procs.start_listening(exe, args, host=host)
+    p, port = procs.start_listening(exe, args, host=host, env=env)
     return Client(p, host, port)
 
 
 def start_tunnel(procs, exe, server, target, method=None, password=None, key=None,
-                 host=LOOPBACK4, extra=(), timeout=None):
+                 host=LOOPBACK4, extra=(), timeout=None, env=None):
     """ss-tunnel on host:free port forwarding to target (host, port)."""
     method = method or server.method
     if password is None and key is None:
@@ -1002,7 +1002,7 @@ def start_tunnel(procs, exe, server, target, method=None, password=None, key=Non
     args = lambda port: (["-s", server.host, "-p", server.port, "-b", host, "-l", port,
                           "-L", tspec, "-m", method] + _cred_args(password, key)
                          + (["-t", str(timeout)] if timeout else []) + list(extra))
-    p, port = procs.start_listening(exe, args, host=host)
+    p, port = procs.start_listening(exe, args, host=host, env=env)
     return Client(p, host, port)
 
 

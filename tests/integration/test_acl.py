@@ -182,3 +182,26 @@ def test_bad_acl_stops_startup(ss, tmp_path, prog):
     rc, p = ss.run(prog, args)
     assert rc not in (None, 0)
     assert "rules.acl:3:" in p.stderr() and "10.0.0.0/33" in p.stderr(), p.stderr()
+
+
+@pytest.mark.parametrize("no_splice", (False, True))
+def test_bypassed_bytes_are_spliced(ss, tmp_path, echo2, no_splice):
+    """A bypassed connection copies nothing in user space when splice(2) is
+    available, and everything with SS_NO_SPLICE=1; the counts agree."""
+    acl = write_acl(tmp_path, "[bypass_list]\n127.0.0.2\n")
+    server = server_v(ss)
+    env = {"SS_NO_SPLICE": "1"} if no_splice else None
+    local = ss.local(server, extra=["--acl", acl, "-v", "-v"], env=env)
+    data = os.urandom(4 << 20)
+    with sslib.socks5_connect(local.addr, *echo2.addr, timeout=T(5)) as s:
+        sslib.echo_check(s, data, timeout=T(20))
+    deadline = time.monotonic() + T(5)
+    found = []
+    while not found and time.monotonic() < deadline:
+        found = re.findall(r"closed, (\d+) bytes up, (\d+) bytes down, (\d+) spliced "
+                           r"\(bypassed\)", local.program.output())
+        time.sleep(0.05)
+    assert found, "no bypassed connection logged"
+    up, down, spliced = (int(x) for x in found[0])
+    assert up == down == len(data)
+    assert spliced == (0 if no_splice else 2 * len(data)), spliced

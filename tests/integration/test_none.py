@@ -4,8 +4,10 @@ ss-server; no key needed, a password draws a warning."""
 
 import concurrent.futures
 import os
+import re
 import socket
 import struct
+import time
 
 import pytest
 
@@ -121,3 +123,38 @@ def test_password_draws_warning(ss, echo):
     assert "encrypts nothing" not in local.program.output()
     with sslib.socks5_connect(local.addr, *echo.addr, timeout=T(5)) as s:
         sslib.echo_check(s, b"x" * 100, timeout=T(5))
+
+
+def _spliced(program):
+    """(bytes up, bytes down, bytes spliced) of each closed connection, from -vv."""
+    found = re.findall(r"closed, (\d+) bytes up, (\d+) bytes down, (\d+) spliced",
+                       program.output())
+    # (The start-up probe's connection carries nothing.)
+    return [tuple(int(x) for x in m) for m in found if m != ("0", "0", "0")]
+
+
+@pytest.mark.parametrize("no_splice", (False, True))
+def test_which_path_carried_the_bytes(ss, blob, no_splice):
+    """With splice(2) the bulk of a none connection is spliced in both
+    relays (the first bytes, which ride with the address header, are
+    copied); with SS_NO_SPLICE=1 everything is copied. The byte counts are
+    the same either way."""
+    env = {"SS_NO_SPLICE": "1"} if no_splice else None
+    data = blob(8 * MiB)
+    server = ss.server(method="none", password="", extra=["-v", "-v"], env=env)
+    local = ss.local(server, password="", extra=["-v", "-v"], env=env)
+    with sslib.SinkServer() as target:
+        with sslib.socks5_connect(local.addr, *target.addr, timeout=T(5)) as s:
+            digest, got, err = sslib.exchange(s, struct.pack("!Q", len(data)) + data, 32,
+                                              timeout=T(60))
+        assert err is None and got == 32
+    for prog in (server.program, local.program):
+        deadline = time.monotonic() + T(5)
+        while not _spliced(prog) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (up, down, spliced), = _spliced(prog)
+        assert up == len(data) + 8 and down == 32, (up, down)
+        if no_splice:
+            assert spliced == 0, "SS_NO_SPLICE=1 still spliced %d bytes" % spliced
+        else:
+            assert spliced >= len(data) - 65536, "only %d of %d bytes spliced" % (spliced, up)
