@@ -26,8 +26,14 @@ typedef struct ss_splice_ops {
 /* The real system calls (a const table: nothing in it changes). */
 extern const ss_splice_ops_t ss_splice_sys;
 
-#define SS_SPLICE_PIPE_WANT (256 * 1024) /* capacity asked for a pipe */
-#define SS_SPLICE_PIPE_MIN (64 * 1024)   /* below this, copying is as good */
+/* Capacity asked for a pipe: the larger first, then the smaller. A pipe
+ * holds one page-sized piece of a socket buffer per slot, so its slots, not
+ * its bytes, bound each splice; on loopback 1 MiB pipes halve the relay's
+ * CPU per GB against 256 KiB ones (docs/performance.md). Past the user's pipe
+ * quota the larger is refused and the smaller may still be granted. */
+#define SS_SPLICE_PIPE_WANT (256 * 1024)
+#define SS_SPLICE_PIPE_BIG (1024 * 1024)
+#define SS_SPLICE_PIPE_MIN (64 * 1024) /* below this, copying is as good */
 
 /* The state of one direction. Embed it in the connection; it holds no heap
  * memory, only the pipe's two descriptors once the first move made them. */

@@ -75,7 +75,9 @@ static bool splice_open(ss_splice_t *s)
 		return false;
 	s->pipe_r = fds[0];
 	s->pipe_w = fds[1];
-	cap = s->ops->pipe_size(s->pipe_w, SS_SPLICE_PIPE_WANT);
+	cap = s->ops->pipe_size(s->pipe_w, SS_SPLICE_PIPE_BIG);
+	if (cap < SS_SPLICE_PIPE_WANT)
+		cap = s->ops->pipe_size(s->pipe_w, SS_SPLICE_PIPE_WANT);
 	/* A small pipe (the user's pipe quota is spent) costs a system call
 	 * per few pages: copying through the relay buffer does as well. */
 	if (cap < SS_SPLICE_PIPE_MIN) {

@@ -409,6 +409,7 @@ void ss_pump(ss_conn_t *c, int d)
 	int src = d, dst = !d;
 
 	for (int round = 0; round < PUMP_ROUNDS; round++) {
+		/* When pump_splice hands back (true), the next read is copied below. */
 		if (pump_splicing(dir) && !pump_splice(c, d))
 			return;
 		if (dir->iov_n) {
@@ -431,7 +432,8 @@ void ss_pump(ss_conn_t *c, int d)
 				pump_fail(c, d, "decryption failed");
 				return;
 			}
-			if (r == SS_OK)
+			/* With the header out, splicing can take over. */
+			if (r == SS_OK || pump_splicing(dir))
 				continue;
 		}
 		ss_conn_want(c, dst, EV_WRITE, false);

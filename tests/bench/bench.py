@@ -68,6 +68,12 @@ def new_password(method):
         size = 16 if "aes-128" in method else 32
         return base64.b64encode(os.urandom(size)).decode()
     return secrets.token_hex(16)
+
+
+def relay_method(method):
+    """The -m a run passes: bypass connections never reach the server, whose
+    method then does not matter."""
+    return "chacha20-ietf-poly1305" if method == "bypass" else method
 UDP_MAX = 65507  # the largest UDP payload over IPv4
 DEFAULT_UDP_COUNT = 30000
 UDP_FAIL_LOSS = 0.05  # a udp run that loses more than this fraction is a failure, not a figure
@@ -241,7 +247,7 @@ class Procs:
         self.logdir = logdir
         self.items = []
 
-    def start(self, name, argv, pipe_stdout=False, cpus=None):
+    def start(self, name, argv, pipe_stdout=False, cpus=None, env=None):
         log = open(os.path.join(self.logdir, name + ".log"), "wb")
         log.write(("$ " + shlex.join(argv) + "\n").encode())
         log.flush()
@@ -253,6 +259,7 @@ class Procs:
             bufsize=0,
             close_fds=True,
             preexec_fn=_child_setup(cpus),
+            env=dict(os.environ, **env) if env else None,
         )
         self.items.append((name, p, log))
         return p
@@ -311,8 +318,20 @@ def wait_listening(ports, procs, timeout, udp_ports=()):
 
 
 class Impl:
-    def __init__(self, name, server, tunnel):
-        self.name, self.server, self.tunnel = name, server, tunnel
+    def __init__(self, name, server, tunnel, env=None):
+        self.name, self.server, self.tunnel, self.env = name, server, tunnel, env
+
+
+# "ours-copy": our binaries with splice(2) turned off, to show what it saves.
+IMPL_NAMES = ("ours", "ours-copy", "libev")
+# Ours only: shadowsocks-libev has neither method none nor an ACL in ss-tunnel.
+# "bypass" is ss-tunnel with an ACL that sends everything straight to the
+# target (ss-server runs idle).
+OURS_ONLY = ("none", "bypass")
+
+
+def supports(impl, method):
+    return not (impl.name == "libev" and method in OURS_ONLY)
 
 
 def run_client(argv, cfg, logdir):
@@ -354,6 +373,7 @@ def run_udp_once(impl, method, cfg, logdir):
             [impl.server, "-u", "-s", LOOPBACK, "-p", str(server_port), "-k", password,
              "-m", run_method] + cfg.server_args,
             cpus=cfg.pin.get("server"),
+            env=impl.env,
         )
         tunnel = procs.start(
             "ss-tunnel",
@@ -361,6 +381,7 @@ def run_udp_once(impl, method, cfg, logdir):
              "-l", str(tunnel_port), "-L", f"{LOOPBACK}:{echo_port}", "-k", password,
              "-m", run_method] + cfg.tunnel_args,
             cpus=cfg.pin.get("tunnel"),
+            env=impl.env,
         )
         relays = {"ss-tunnel": tunnel, "ss-server": server}
         wait_listening([server_port, tunnel_port], relays, 10,
@@ -432,7 +453,7 @@ def run_once(impl, method, scenario, cfg, logdir):
     if scenario == "udp":
         return run_udp_once(impl, method, cfg, logdir)
     procs = Procs(logdir)
-    run_method = impl_method(impl, method)
+    run_method = relay_method(impl_method(impl, method))
     try:
         password = new_password(run_method)
         conns = cfg.conns
@@ -468,13 +489,21 @@ def run_once(impl, method, scenario, cfg, logdir):
              "-m", run_method]
             + cfg.server_args,
             cpus=cfg.pin.get("server"),
+            env=impl.env,
         )
+        acl = []
+        if method == "bypass":
+            path = os.path.join(logdir, "bypass.acl")
+            with open(path, "w") as f:
+                f.write("[bypass_all]\n")
+            acl = ["--acl", path]
         tunnel = procs.start(
             "ss-tunnel",
             [impl.tunnel, "-s", LOOPBACK, "-p", str(server_port), "-b", LOOPBACK,
              "-l", str(tunnel_port), "-L", f"{LOOPBACK}:{sink_port}", "-k", password,
-             "-m", run_method] + cfg.tunnel_args,
+             "-m", run_method] + acl + cfg.tunnel_args,
             cpus=cfg.pin.get("tunnel"),
+            env=impl.env,
         )
         relays = {"ss-tunnel": tunnel, "ss-server": server}
         wait_listening([server_port, tunnel_port], relays, 10)
@@ -887,8 +916,8 @@ def parse_args(argv):
         if s not in SCENARIOS:
             p.error(f"unknown scenario {s!r}; choose from {', '.join(SCENARIOS)}")
     for s in args.impl_names:
-        if s not in ("ours", "libev"):
-            p.error(f"unknown implementation {s!r}; choose ours and/or libev")
+        if s not in IMPL_NAMES:
+            p.error(f"unknown implementation {s!r}; choose from {', '.join(IMPL_NAMES)}")
     if args.conns < 1 or args.repeat < 1 or args.rr_count < 1 or args.rr_conns < 1:
         p.error("--conns, --repeat, --rr-count and --rr-conns must be at least 1")
     if not 1 <= args.rr_size <= 256 * 1024:
@@ -919,8 +948,10 @@ def main(argv):
     try:
         args.pin = pin_layout(args.pin_spec)
         args.ssload = find_ssload(args, logroot)
-        dirs = {"ours": args.ours, "libev": args.libev}
-        impls = {name: Impl(name, binary(dirs[name], "ss-server"), binary(dirs[name], "ss-tunnel"))
+        dirs = {"ours": args.ours, "ours-copy": args.ours, "libev": args.libev}
+        envs = {"ours-copy": {"SS_NO_SPLICE": "1"}}
+        impls = {name: Impl(name, binary(dirs[name], "ss-server"), binary(dirs[name], "ss-tunnel"),
+                            envs.get(name))
                  for name in args.impl_names}
         machine = machine_info()
         for name, impl in impls.items():
@@ -961,7 +992,8 @@ def main(argv):
             # a udp-only run warms up with udp, everything else with an upload
             warm_test = "udp" if args.scenario_list == ["udp"] else "upload"
             for impl in impls.values():
-                run = attempt(impl, args.method_list[0], warm_test, warm, f"warm-up {impl.name}")
+                wm = next((m for m in args.method_list if supports(impl, m)), "aes-256-gcm")
+                run = attempt(impl, wm, warm_test, warm, f"warm-up {impl.name}")
                 if "error" in run:
                     failures += 1
 
@@ -971,6 +1003,8 @@ def main(argv):
                 print(f"{method} {scenario}:", file=sys.stderr)
                 for rep in range(args.repeat):
                     for impl in impls.values():
+                        if not supports(impl, method) or (scenario, method) == ("udp", "bypass"):
+                            continue
                         run = attempt(impl, method, scenario, args,
                                       f"run {rep + 1}/{args.repeat} {impl.name:5}")
                         run["rep"] = rep + 1

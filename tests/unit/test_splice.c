@@ -41,6 +41,7 @@ typedef struct fault {
 	int err;            /* errno of the injected failure */
 	int pipe_err;       /* ops.pipe fails with this errno when set */
 	int pipe_cap;       /* ops.pipe_size shrinks the pipe to this when set */
+	int pipe_max;       /* ops.pipe_size refuses sizes over this when set */
 	int src_ok, dst_ok; /* successful splices so far */
 	int calls;          /* every splice call */
 	int pipe_fds[2];    /* the last pipe made */
@@ -88,6 +89,10 @@ static int test_pipe(int fds[2])
 
 static int test_pipe_size(int fd, int want)
 {
+	if (fault.pipe_max && want > fault.pipe_max) {
+		/* Over the quota: refused, the pipe keeps what it has. */
+		return fcntl(fd, F_GETPIPE_SZ);
+	}
 	if (fault.pipe_cap) {
 		/* What a user whose pipe quota is spent gets: a small pipe. */
 		assert_true(fcntl(fd, F_SETPIPE_SZ, fault.pipe_cap) >= 0);
@@ -764,6 +769,7 @@ static rig_t *one_way(const fault_t *f, size_t n)
 	fault.err = f->err;
 	fault.pipe_err = f->pipe_err;
 	fault.pipe_cap = f->pipe_cap;
+	fault.pipe_max = f->pipe_max;
 	peer_send(&r->pa, x, n, true);
 	peer_send(&r->pb, NULL, 0, true);
 	peer_expect(&r->pb, n);
@@ -934,6 +940,23 @@ static void test_pipe_failure(void **state)
 	assert_int_equal(errno, EBADF);
 	assert_int_equal(fcntl(fault.pipe_fds[1], F_GETFD), -1);
 	assert_int_equal(fault.calls, 0);
+	rig_close(r);
+}
+
+/* A 1 MiB pipe refused: the 256 KiB one asked next carries the bytes. */
+static void test_pipe_big_refused(void **state)
+{
+	(void)state;
+	fault_t f = {.src_fail_after = -1, .dst_fail_after = -1, .pipe_max = SS_SPLICE_PIPE_WANT};
+	rig_t *r = one_way(&f, 1u << 20);
+	assert_false(r->ab.sp.off);
+	assert_int_equal(r->ab.sp.pipe_size, SS_SPLICE_PIPE_WANT);
+	assert_int_equal(r->ab.copied, 0);
+	rig_close(r);
+
+	f = (fault_t){.src_fail_after = -1, .dst_fail_after = -1};
+	r = one_way(&f, 1u << 20);
+	assert_int_equal(r->ab.sp.pipe_size, SS_SPLICE_PIPE_BIG);
 	rig_close(r);
 }
 
@@ -1154,6 +1177,7 @@ int main(void)
 	    cmocka_unit_test(test_einval_after_delivery_is_error),
 	    cmocka_unit_test(test_eintr_retried),
 	    cmocka_unit_test(test_pipe_failure),
+	    cmocka_unit_test(test_pipe_big_refused),
 	    cmocka_unit_test(test_urgent_mid_stream),
 	    cmocka_unit_test(test_urgent_before_fin),
 	    cmocka_unit_test(test_reset_of_source),
