@@ -6,6 +6,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include "util/arena.h"
+
+/* c-ares takes its allocator as process-wide hooks with no context, so the
+ * arena they draw from is process-wide too: made by the first resolver and
+ * kept until exit (c-ares may hold blocks until its last cleanup). Its
+ * reservations are virtual; only the blocks in use become resident. */
+#define RESOLVER_ARENA_PER_CLASS (2u << 20)
+#define RESOLVER_HOSTS_FILE "/etc/hosts"
+#define RESOLVER_HOSTS_MAX 65536
+static ss_arena_t resolver_arena;
+static bool resolver_arena_ready;
+
+static void *resolver_malloc(size_t n)
+{
+	return ss_arena_alloc(&resolver_arena, n);
+}
+
+static void resolver_free(void *p)
+{
+	ss_arena_free(&resolver_arena, p);
+}
+
+static void *resolver_realloc(void *p, size_t n)
+{
+	return ss_arena_realloc(&resolver_arena, p, n);
+}
 
 static void resolver_rearm_timer(ss_resolver_t *r)
 {
@@ -76,19 +104,36 @@ int ss_resolver_init(ss_resolver_t *r, struct ev_loop *loop, const char *nameser
 	r->ipv6_first = ipv6_first;
 	for (i = 0; i < SS_RESOLVER_MAX_SOCKS; i++)
 		r->socks[i].fd = -1;
-	rc = ares_library_init(ARES_LIB_INIT_ALL);
+	if (!resolver_arena_ready) {
+		if (ss_arena_init(&resolver_arena, RESOLVER_ARENA_PER_CLASS) < 0) {
+			snprintf(err, errlen, "cannot reserve memory for the resolver");
+			return -ENOMEM;
+		}
+		resolver_arena_ready = true;
+	}
+	rc = ares_library_init_mem(ARES_LIB_INIT_ALL, resolver_malloc, resolver_free,
+				   resolver_realloc);
 	if (rc != ARES_SUCCESS) {
 		snprintf(err, errlen, "c-ares: %s", ares_strerror(rc));
 		return -EINVAL;
+	}
+	rc = ss_hosts_load(&r->hosts, RESOLVER_HOSTS_FILE, RESOLVER_HOSTS_MAX);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot read %s: %s", RESOLVER_HOSTS_FILE, strerror(-rc));
+		ares_library_cleanup();
+		return rc;
 	}
 	opts.sock_state_cb = resolver_sock_state_cb;
 	opts.sock_state_cb_data = r;
 	opts.timeout = 3000;
 	opts.tries = 2;
+	opts.lookups = (char *)"b"; /* the hosts file is ours, read once */
 	rc = ares_init_options(&r->channel, &opts,
-			       ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES);
+			       ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES |
+				   ARES_OPT_LOOKUPS);
 	if (rc != ARES_SUCCESS) {
 		snprintf(err, errlen, "c-ares: %s", ares_strerror(rc));
+		ss_hosts_free(&r->hosts);
 		ares_library_cleanup();
 		return -EINVAL;
 	}
@@ -98,6 +143,7 @@ int ss_resolver_init(ss_resolver_t *r, struct ev_loop *loop, const char *nameser
 			snprintf(err, errlen, "invalid name server list '%s' for -d/nameserver: %s",
 				 nameservers, ares_strerror(rc));
 			ares_destroy(r->channel);
+			ss_hosts_free(&r->hosts);
 			ares_library_cleanup();
 			return -EINVAL;
 		}
@@ -117,6 +163,7 @@ void ss_resolver_free(ss_resolver_t *r)
 	for (int i = 0; i < SS_RESOLVER_MAX_SOCKS; i++)
 		if (r->socks[i].fd >= 0)
 			ev_io_stop(r->loop, &r->socks[i].io);
+	ss_hosts_free(&r->hosts);
 	ares_library_cleanup();
 	r->ready = false;
 }
@@ -170,10 +217,50 @@ static void lookup_done(void *arg, int status, int timeouts, struct ares_addrinf
 		      NULL, 0);
 }
 
+/* "localhost" and names under it are the loopback address (RFC 6761), also
+ * when the hosts file does not say so. */
+static bool resolver_localhost(const ss_resolver_t *r, const char *name,
+			       struct sockaddr_storage *ss, socklen_t *len)
+{
+	size_t n = strlen(name);
+
+	if (n && name[n - 1] == '.')
+		n--;
+	if (!((n == 9 && strncasecmp(name, "localhost", 9) == 0) ||
+	      (n > 10 && strncasecmp(name + n - 10, ".localhost", 10) == 0)))
+		return false;
+	memset(ss, 0, sizeof(*ss));
+	if (r->ipv6_first) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_addr = in6addr_loopback;
+		*len = sizeof(*in6);
+	} else {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+		in->sin_family = AF_INET;
+		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		*len = sizeof(*in);
+	}
+	return true;
+}
+
 void ss_resolver_lookup(ss_resolver_t *r, ss_resolve_req_t *req, const char *name, uint16_t port,
 			ss_resolve_cb cb, void *arg)
 {
 	struct ares_addrinfo_hints hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	const ss_hosts_entry_t *e = ss_hosts_find(&r->hosts, name, r->ipv6_first);
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (e || resolver_localhost(r, name, &ss, &len)) {
+		if (e) {
+			ss = e->addr;
+			len = e->addr_len;
+		}
+		ss_sockaddr_set_port((struct sockaddr *)&ss, port);
+		cb(arg, 0, (struct sockaddr *)&ss, len);
+		return;
+	}
 
 	*req = (ss_resolve_req_t){.r = r, .cb = cb, .arg = arg, .port = port};
 	ares_getaddrinfo(r->channel, name, NULL, &hints, lookup_done, req);

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "net/hosts.h"
+
 /* c-ares on the libev loop: no blocking lookups on the loop thread. */
 
 /* Called exactly once per ss_resolver_lookup, possibly before it returns.
@@ -24,6 +26,7 @@ typedef struct ss_resolver {
 		ev_io io;
 		int fd; /* -1 when free */
 	} socks[SS_RESOLVER_MAX_SOCKS];
+	ss_hosts_t hosts; /* /etc/hosts, read at start: c-ares asks DNS only */
 	bool ipv6_first;
 	bool ready;
 } ss_resolver_t;
@@ -35,7 +38,8 @@ int ss_resolver_init(ss_resolver_t *r, struct ev_loop *loop, const char *nameser
 /* Cancels every lookup in flight (their callbacks run with -ECANCELED). */
 void ss_resolver_free(ss_resolver_t *r);
 /* One lookup in flight; the caller owns it (inside its connection) and keeps
- * it alive until the callback has run. */
+ * it alive until the callback has run. A name in the hosts file (and
+ * "localhost" in any case) is answered before this returns. */
 typedef struct ss_resolve_req {
 	ss_resolver_t *r;
 	ss_resolve_cb cb;
