@@ -288,6 +288,9 @@ int ss_2022_udp_session_init(const ss_2022_udp_t *u, ss_2022_udp_session_t *s);
  * PSK when user is NULL) and restarts the packet ids at 0. 0 or -errno. */
 int ss_2022_udp_session_start(const ss_2022_udp_t *u, ss_2022_udp_session_t *s, uint64_t id,
 			      ss_2022_user_t *user);
+/* When the session ends: wipes the subkey, keeps the backend state for the
+ * next ss_2022_udp_session_start. */
+void ss_2022_udp_session_reset(const ss_2022_udp_t *u, ss_2022_udp_session_t *s);
 /* Wipes the subkey and releases. Safe on a zeroed session, and twice. */
 void ss_2022_udp_session_free(const ss_2022_udp_t *u, ss_2022_udp_session_t *s);
 

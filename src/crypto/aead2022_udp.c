@@ -99,8 +99,18 @@ void ss_2022_udp_free(ss_2022_udp_t *u)
 
 int ss_2022_udp_session_init(const ss_2022_udp_t *u, ss_2022_udp_session_t *s)
 {
+	static const uint8_t zero[SS_MAX_KEY_LEN];
+	int rc;
+
 	memset(s, 0, sizeof(*s));
-	return is_aes(u) ? u->be->aead_init(&s->aead, u->method->alg) : 0;
+	if (!is_aes(u))
+		return 0;
+	/* Keyed once now, so that no later key (a session start, which may
+	 * come with any packet) makes the backend set its cipher up. */
+	rc = u->be->aead_init(&s->aead, u->method->alg);
+	if (rc == 0 && (rc = u->be->aead_setkey(&s->aead, zero, u->method->key_len)) == 0)
+		u->be->aead_wipe(&s->aead);
+	return rc;
 }
 
 int ss_2022_udp_session_start(const ss_2022_udp_t *u, ss_2022_udp_session_t *s, uint64_t id,
@@ -116,6 +126,15 @@ int ss_2022_udp_session_start(const ss_2022_udp_t *u, ss_2022_udp_session_t *s, 
 	ss_2022_put_u64(sid, id);
 	return ss_2022_load_subkey(u->method, u->be, &s->aead, session_key(u, user), sid,
 				   sizeof(sid));
+}
+
+void ss_2022_udp_session_reset(const ss_2022_udp_t *u, ss_2022_udp_session_t *s)
+{
+	if (u->be && is_aes(u))
+		u->be->aead_wipe(&s->aead);
+	s->id = 0;
+	s->next_packet_id = 0;
+	s->user = NULL;
 }
 
 void ss_2022_udp_session_free(const ss_2022_udp_t *u, ss_2022_udp_session_t *s)

@@ -2,6 +2,7 @@
 #include "relay/udp_internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,8 +93,8 @@ static void udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	ev_io_stop(u->loop, &a->io);
 	close(a->io.fd);
 	if (u->sip022) {
-		ss_2022_udp_session_free(&u->u22, &a->tx);
-		ss_2022_udp_session_free(&u->u22, &a->rx);
+		ss_2022_udp_session_reset(&u->u22, &a->tx);
+		ss_2022_udp_session_reset(&u->u22, &a->rx);
 	}
 	ss_udp_table_unlink(&u->table, &a->entry);
 	ss_udp_table_put(&u->table, &a->entry);
@@ -159,6 +160,20 @@ static int udp_assoc_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	return fd;
 }
 
+/* SIP022: the slot's session states, set up on its first use and kept. */
+static int udp_assoc_sessions(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	if (a->sessions_ready)
+		return 0;
+	if (ss_2022_udp_session_init(&u->u22, &a->tx) < 0 ||
+	    ss_2022_udp_session_init(&u->u22, &a->rx) < 0) {
+		ss_2022_udp_session_free(&u->u22, &a->tx);
+		return -ENOMEM;
+	}
+	a->sessions_ready = true;
+	return 0;
+}
+
 ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, socklen_t klen,
 				 const struct sockaddr *client, socklen_t clen, uint8_t listener)
 {
@@ -197,14 +212,11 @@ ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, 
 	/* SIP022: a client sends with a session of its own from the start; a
 	 * server's own session is started by its caller, for the client's
 	 * user. */
-	if (u->sip022 && (ss_2022_udp_session_init(&u->u22, &a->tx) < 0 ||
-			  ss_2022_udp_session_init(&u->u22, &a->rx) < 0 ||
+	if (u->sip022 && (udp_assoc_sessions(u, a) < 0 ||
 			  (u->client && ss_2022_udp_session_start(
 					    &u->u22, &a->tx, ss_udp2022_new_id(), NULL) < 0))) {
 		ss_warn("udp %s: cannot set up the session cipher state",
 			udp_peer(client, peer, sizeof(peer)));
-		ss_2022_udp_session_free(&u->u22, &a->tx);
-		ss_2022_udp_session_free(&u->u22, &a->rx);
 		close(fd);
 		ss_udp_table_unlink(&u->table, &a->entry);
 		ss_udp_table_put(&u->table, &a->entry);
@@ -703,7 +715,8 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, char *err, size_t e
 	u->client = cfg->prog != SS_PROG_SERVER;
 	u->socks5 = cfg->prog == SS_PROG_LOCAL;
 	u->timeout = cfg->udp_timeout > 0 ? cfg->udp_timeout : 60;
-	rc = ss_udp_table_init(&u->table, sizeof(ss_udp_assoc_t), max);
+	rc = ss_udp_table_init(&u->table, sizeof(ss_udp_assoc_t),
+			       offsetof(ss_udp_assoc_t, sessions_ready), max);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot reserve %zu UDP associations", max);
 		return rc;
@@ -779,6 +792,11 @@ void ss_udp_free(ss_udp_relay_t *u)
 	ev_timer_stop(u->loop, &u->expiry);
 	u->inst->be->aead_free(&u->aead);
 	if (u->sip022) {
+		for (size_t i = 0; i < u->table.pool.fresh; i++) {
+			ss_udp_assoc_t *x = ss_pool_at(&u->table.pool, i);
+			ss_2022_udp_session_free(&u->u22, &x->tx);
+			ss_2022_udp_session_free(&u->u22, &x->rx);
+		}
 		ss_2022_udp_session_free(&u->u22, &u->scratch);
 		ss_2022_udp_free(&u->u22);
 	}

@@ -41,11 +41,13 @@ typedef struct ss_udp_assoc {
 	 * last one a valid packet came from). */
 	struct sockaddr_storage peer;
 	socklen_t peer_len;
-	/* SIP022: the session this side sends with, and the peer's (the
-	 * client's on a server, the server's on a client) with the window of
-	 * its packet ids. */
+	ss_window_t window; /* SIP022: the packet ids of rx */
+	/* Kept with the table slot across associations (keep_from): SIP022,
+	 * the session this side sends with and the peer's (the client's on a
+	 * server, the server's on a client), their cipher states set up on the
+	 * slot's first use. */
+	bool sessions_ready;
 	ss_2022_udp_session_t tx, rx;
-	ss_window_t window;
 } ss_udp_assoc_t;
 
 typedef struct ss_udp_listener {

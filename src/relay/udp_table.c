@@ -68,11 +68,13 @@ static uint32_t udp_hash(const ss_udp_table_t *t, const struct sockaddr *sa)
 	return (uint32_t)h;
 }
 
-int ss_udp_table_init(ss_udp_table_t *t, size_t entry_size, size_t max)
+int ss_udp_table_init(ss_udp_table_t *t, size_t entry_size, size_t keep_from, size_t max)
 {
 	memset(t, 0, sizeof(*t));
-	if (max == 0 || entry_size < sizeof(ss_udp_entry_t))
+	if (max == 0 || entry_size < sizeof(ss_udp_entry_t) || keep_from > entry_size ||
+	    keep_from < sizeof(ss_udp_entry_t))
 		return -EINVAL;
+	t->keep_from = keep_from;
 	t->nbuckets = 16;
 	while (t->nbuckets < max)
 		t->nbuckets <<= 1;
@@ -164,7 +166,7 @@ ss_udp_entry_t *ss_udp_table_add(ss_udp_table_t *t, const struct sockaddr *key, 
 	e = ss_pool_get(&t->pool, NULL);
 	if (!e)
 		return NULL;
-	memset(e, 0, t->pool.obj_size);
+	memset(e, 0, t->keep_from);
 	if (key_len > sizeof(e->key))
 		key_len = sizeof(e->key);
 	memcpy(&e->key, key, key_len);

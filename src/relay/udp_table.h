@@ -27,6 +27,7 @@ typedef struct ss_udp_entry {
 
 typedef struct ss_udp_table {
 	ss_pool_t pool;
+	size_t keep_from; /* entry bytes from here on are the caller's, kept across reuse */
 	ss_udp_entry_t **buckets;
 	size_t nbuckets; /* power of two */
 	size_t count;
@@ -36,14 +37,16 @@ typedef struct ss_udp_table {
 } ss_udp_table_t;
 
 /* Room for max entries of entry_size bytes (>= sizeof(ss_udp_entry_t)).
- * 0 or -ENOMEM. */
-int ss_udp_table_init(ss_udp_table_t *t, size_t entry_size, size_t max);
+ * A new entry is zeroed up to keep_from (<= entry_size); the bytes after it
+ * are zero in a slot's first use and afterwards hold what the caller left
+ * there (state it sets up once per slot). 0 or -ENOMEM. */
+int ss_udp_table_init(ss_udp_table_t *t, size_t entry_size, size_t keep_from, size_t max);
 void ss_udp_table_free(ss_udp_table_t *t);
 
 ss_udp_entry_t *ss_udp_table_find(ss_udp_table_t *t, const struct sockaddr *key, socklen_t key_len);
 /* A new entry for key, most recent, with last_active = now; NULL when the
  * table is full (the caller evicts ss_udp_table_oldest first). The bytes
- * after the ss_udp_entry_t are zero. */
+ * after the ss_udp_entry_t are zero up to keep_from. */
 ss_udp_entry_t *ss_udp_table_add(ss_udp_table_t *t, const struct sockaddr *key, socklen_t key_len,
 				 double now);
 /* The least recently used entry, or NULL when empty. */

@@ -25,6 +25,7 @@ typedef struct assoc {
 	ss_udp_entry_t entry;
 	uint32_t id;
 	uint8_t scratch[40];
+	uint32_t kept; /* after keep_from in test_keep_from */
 } assoc_t;
 
 static int setup(void **state)
@@ -124,13 +125,39 @@ static void test_init_errors(void **state)
 	ss_udp_table_t t;
 	(void)state;
 
-	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), 0), -EINVAL);
-	assert_int_equal(ss_udp_table_init(&t, sizeof(ss_udp_entry_t) - 1, 4), -EINVAL);
-	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), 1), 0);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), 0), -EINVAL);
+	assert_int_equal(
+	    ss_udp_table_init(&t, sizeof(ss_udp_entry_t) - 1, sizeof(ss_udp_entry_t) - 1, 4),
+	    -EINVAL);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), 1), 0);
 	assert_int_equal(t.count, 0);
 	assert_true(t.nbuckets >= 1 && (t.nbuckets & (t.nbuckets - 1)) == 0);
 	assert_null(ss_udp_table_oldest(&t));
 	assert_null(ss_udp_table_expired(&t, 1e9, 0));
+	ss_udp_table_free(&t);
+}
+
+/* Bytes after keep_from survive a slot's reuse; those before are zeroed. */
+static void test_keep_from(void **state)
+{
+	ss_udp_table_t t;
+	struct sockaddr_storage a = v4("127.0.0.1", 40000), b = v4("127.0.0.1", 40001);
+	(void)state;
+
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t) + 1, 4), -EINVAL);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(ss_udp_entry_t) - 1, 4),
+			 -EINVAL);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), offsetof(assoc_t, kept), 4), 0);
+	assoc_t *x = add(&t, &a, 1.0);
+	assert_int_equal(x->kept, 0); /* a fresh slot */
+	x->id = 7;
+	x->kept = 42;
+	ss_udp_table_unlink(&t, &x->entry);
+	ss_udp_table_put(&t, &x->entry);
+	assoc_t *y = add(&t, &b, 2.0);
+	assert_ptr_equal(y, x);
+	assert_int_equal(y->id, 0);
+	assert_int_equal(y->kept, 42);
 	ss_udp_table_free(&t);
 }
 
@@ -141,7 +168,7 @@ static void test_add_find(void **state)
 				c = v4("10.1.2.3", 53);
 	(void)state;
 
-	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), 8), 0);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), 8), 0);
 	assert_null(find(&t, &a));
 
 	assoc_t *ea = add(&t, &a, 5.0);
@@ -223,7 +250,7 @@ static void test_mapped_is_ipv4(void **state)
 	ss_udp_table_t t;
 	(void)state;
 
-	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), 16), 0);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), 16), 0);
 	for (int order = 0; order < 2; order++) {
 		struct sockaddr_storage plain = v4("198.51.100.9", 1111 + (uint16_t)order),
 					mapped = v6("::ffff:198.51.100.9", 1111 + (uint16_t)order);
@@ -254,7 +281,7 @@ static void test_ports_distinguish(void **state)
 	assoc_t *e[300];
 	(void)state;
 
-	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), 300), 0);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), 300), 0);
 	for (uint16_t i = 0; i < 150; i++) {
 		struct sockaddr_storage k4 = v4("127.0.0.1", (uint16_t)(1 + i)),
 					k6 = v6("::1", (uint16_t)(1 + i));
@@ -290,7 +317,7 @@ static void test_lru_touch(void **state)
 				kc = v4("10.0.0.3", 1);
 	(void)state;
 
-	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), 4), 0);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), 4), 0);
 	assoc_t *a = add(&t, &ka, 1.0), *b = add(&t, &kb, 2.0), *c = add(&t, &kc, 3.0);
 	/* head c b a tail */
 	assert_ptr_equal(t.head, &c->entry);
@@ -355,7 +382,7 @@ static void test_expired_edge(void **state)
 	struct sockaddr_storage ka = v6("2001:db8::1", 9), kb = v6("2001:db8::2", 9);
 	(void)state;
 
-	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), 4), 0);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), 4), 0);
 	assert_null(ss_udp_table_expired(&t, 100.0, 5.0));
 	assoc_t *a = add(&t, &ka, 10.0);
 	/* Idle for less than the timeout: kept; exactly the timeout: expired. */
@@ -397,7 +424,7 @@ static void test_full_evict(void **state)
 
 	for (int i = 0; i < 6; i++)
 		k[i] = v4("172.16.0.1", (uint16_t)(2000 + i));
-	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), 3), 0);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), 3), 0);
 	for (int i = 0; i < 3; i++) {
 		e[i] = add(&t, &k[i], i);
 		assert_non_null(e[i]);
@@ -458,7 +485,7 @@ static void test_eviction_order(void **state)
 	int next_evicted = 0;
 	(void)state;
 
-	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), MAX), 0);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), MAX), 0);
 	for (int i = 0; i < N; i++) {
 		struct sockaddr_storage k = (i & 1) ? v6("fd00::7", (uint16_t)(10000 + i))
 						    : v4("10.9.8.7", (uint16_t)(10000 + i));
@@ -493,7 +520,7 @@ static void test_one_bucket(void **state)
 	assoc_t *e[N];
 	(void)state;
 
-	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), N), 0);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), N), 0);
 	t.nbuckets = 1; /* the mask becomes 0: every hash lands in bucket 0 */
 	for (int i = 0; i < N; i++) {
 		struct sockaddr_storage k = v4("203.0.113.5", (uint16_t)(700 + i));
@@ -542,7 +569,7 @@ static void test_many(void **state)
 	size_t longest = 0;
 	(void)state;
 
-	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), N), 0);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), N), 0);
 	for (int i = 0; i < N; i++) {
 		char ip[64];
 		struct sockaddr_storage k;
@@ -608,7 +635,7 @@ static void test_model(void **state)
 	double now = 0;
 	(void)state;
 
-	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), MAX), 0);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), MAX), 0);
 	for (int op = 0; op < OPS; op++) {
 		int id = (int)rnd(KEYS);
 		/* Keys alternate between forms for the same client. */
@@ -690,17 +717,12 @@ static void test_model(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_init_errors),
-	    cmocka_unit_test(test_add_find),
-	    cmocka_unit_test(test_addr_equal),
-	    cmocka_unit_test(test_mapped_is_ipv4),
-	    cmocka_unit_test(test_ports_distinguish),
-	    cmocka_unit_test(test_lru_touch),
-	    cmocka_unit_test(test_expired_edge),
-	    cmocka_unit_test(test_full_evict),
-	    cmocka_unit_test(test_eviction_order),
-	    cmocka_unit_test(test_one_bucket),
-	    cmocka_unit_test(test_many),
+	    cmocka_unit_test(test_init_errors),    cmocka_unit_test(test_keep_from),
+	    cmocka_unit_test(test_add_find),       cmocka_unit_test(test_addr_equal),
+	    cmocka_unit_test(test_mapped_is_ipv4), cmocka_unit_test(test_ports_distinguish),
+	    cmocka_unit_test(test_lru_touch),      cmocka_unit_test(test_expired_edge),
+	    cmocka_unit_test(test_full_evict),     cmocka_unit_test(test_eviction_order),
+	    cmocka_unit_test(test_one_bucket),     cmocka_unit_test(test_many),
 	    cmocka_unit_test(test_model),
 	};
 
