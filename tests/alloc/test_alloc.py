@@ -1,0 +1,137 @@
+"""Zero heap allocations in steady state, in all three programs.
+
+Each program runs with tests/alloc/alloc_count.c preloaded, which counts
+malloc/calloc/realloc/memalign calls and reports the count on SIGUSR2. Two
+rounds of warm-up traffic set up every slot and cipher state the measured
+round will reuse (the UDP associations expire in between, so their slots go
+back and come out again), then the count is taken, 200 TCP connections and
+2,000 datagrams go through, and the count is taken again: it must not move.
+
+Traffic per round: TCP through ss-tunnel (ssload rr) and through ss-local to
+the name "localhost", which ss-server resolves itself; UDP through ss-tunnel
+(ssload udp-send) and through ss-local's SOCKS5 UDP ASSOCIATE."""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+import sslib
+import ssudp
+from sslib import T
+
+METHODS = ("aes-128-gcm", "aes-192-gcm", "aes-256-gcm", "chacha20-ietf-poly1305",
+           "xchacha20-ietf-poly1305", "2022-blake3-aes-128-gcm", "2022-blake3-aes-256-gcm",
+           "2022-blake3-chacha20-poly1305", "none")
+UDP_TIMEOUT = 1  # seconds: associations of one round are gone before the next
+TCP_CONNS, DATAGRAMS = 200, 2000
+
+
+@pytest.fixture(scope="session")
+def shim():
+    path = os.environ.get("SS_ALLOC_SHIM", "")
+    if not os.path.exists(path):
+        pytest.fail("SS_ALLOC_SHIM does not name the built shim: %r" % path, pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def ssload():
+    path = os.path.join(os.environ.get("SS_BENCH_DIR", ""), "ssload")
+    if not os.access(path, os.X_OK):
+        pytest.fail("ssload is missing: %r" % path, pytrace=False)
+    return path
+
+
+class Counted:
+    """A program's allocation count, read by signalling it."""
+
+    def __init__(self, program, report):
+        self.program, self.report = program, report
+
+    def sample(self):
+        before = self._lines()
+        os.kill(self.program.pid, signal.SIGUSR2)
+        deadline = time.monotonic() + T(5)
+        while len(self._lines()) == len(before):
+            if time.monotonic() > deadline:
+                raise AssertionError("%s did not report its count" % self.program.name)
+            time.sleep(0.01)
+        return int(self._lines()[-1])
+
+    def _lines(self):
+        try:
+            with open(self.report) as f:
+                return f.read().split()
+        except FileNotFoundError:
+            return []
+
+
+def counted_env(shim, tmp_path, name):
+    report = str(tmp_path / ("%s.count" % name))
+    return {"LD_PRELOAD": shim, "SS_ALLOC_REPORT": report}, report
+
+
+def run_ssload(ssload, args):
+    res = subprocess.run([ssload] + args, capture_output=True, timeout=T(60))
+    assert res.returncode == 0, "ssload %s failed: %s" % (args[0], res.stderr.decode()[-500:])
+
+
+def traffic(ssload, tunnel, local, sink_port, uecho, conns, datagrams, parallel):
+    """One round: conns TCP connections and datagrams datagrams, half via
+    ss-tunnel (parallel connections at a time), half via ss-local."""
+    run_ssload(ssload, ["rr", "--connect", "%s:%d" % tunnel.addr, "--count", str(conns // 2),
+                        "--size", "512", "--conns", str(parallel), "--timeout", "30"])
+    for _ in range(conns // 2 // parallel):
+        socks = [sslib.socks5_connect(local.addr, "localhost", sink_port, timeout=T(5))
+                 for _ in range(parallel)]
+        for s in socks:
+            sslib.small_exchange(s, 300)
+            s.close()
+    run_ssload(ssload, ["udp-send", "--connect", "%s:%d" % tunnel.addr, "--count",
+                        str(datagrams // 2), "--size", "1000", "--window", "4", "--clients", "4",
+                        "--timeout", "30"])
+    app = ssudp.App("socks", local, uecho.addr)
+    for i in range(datagrams // 2):
+        ssudp.check_exchange(app, b"%06d" % i + b"x" * 500)
+    app.close()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_no_allocations_in_steady_state(ss, tmp_path, shim, ssload, echo, method):
+    password = "" if method == "none" else None
+    progs = {}
+    env, rep = counted_env(shim, tmp_path, "ss-server")
+    server = ss.server(method=method, password=password, env=env,
+                       extra=["-u", "--udp-timeout", str(UDP_TIMEOUT)])
+    progs["ss-server"] = Counted(server.program, rep)
+    with ssudp.UdpEcho() as uecho:
+        env, rep = counted_env(shim, tmp_path, "ss-tunnel")
+        tunnel = ss.tunnel(server, echo.addr, password=password, env=env,
+                           extra=["-u", "--udp-timeout", str(UDP_TIMEOUT)])
+        progs["ss-tunnel"] = Counted(tunnel.program, rep)
+        # ss-tunnel carries UDP to the echo on the same port number.
+        uecho_tunnel = ssudp.UdpEcho(port=echo.port)
+        env, rep = counted_env(shim, tmp_path, "ss-local")
+        local = ss.local(server, password=password, env=env,
+                         extra=["-u", "--udp-timeout", str(UDP_TIMEOUT)])
+        progs["ss-local"] = Counted(local.program, rep)
+        try:
+            # More connections at a time in the warm-up than measured: the
+            # measured round must not reach a slot never used before.
+            for _ in range(2):
+                traffic(ssload, tunnel, local, echo.port, uecho, TCP_CONNS, 500, 16)
+                time.sleep(UDP_TIMEOUT + 1.5)
+            before = {name: c.sample() for name, c in progs.items()}
+            traffic(ssload, tunnel, local, echo.port, uecho, TCP_CONNS, DATAGRAMS, 4)
+            time.sleep(0.5)
+            after = {name: c.sample() for name, c in progs.items()}
+        finally:
+            uecho_tunnel.close()
+    grew = {name: after[name] - before[name] for name in progs if after[name] != before[name]}
+    assert not grew, "%s: heap allocations during %d connections and %d datagrams: %s" % (
+        method, TCP_CONNS, DATAGRAMS, grew)
+    # The shim counts: the programs allocated at start-up.
+    assert all(before[name] > 0 for name in progs)
