@@ -19,6 +19,9 @@ static uint32_t salt_hash(const ss_saltpool_t *p, const uint8_t *salt, size_t le
 	       (uint32_t)out[3] << 24;
 }
 
+/* The table first spans this many slots (4 KiB), then doubles. */
+#define SALTPOOL_FIRST_SLOTS 1024
+
 int ss_saltpool_init(ss_saltpool_t *p, size_t capacity, uint64_t ttl)
 {
 	size_t slots = 2;
@@ -36,10 +39,19 @@ int ss_saltpool_init(ss_saltpool_t *p, size_t capacity, uint64_t ttl)
 		return -ENOMEM;
 	}
 	p->capacity = capacity;
-	p->mask = slots - 1;
+	p->max_mask = slots - 1;
+	p->mask = (slots < SALTPOOL_FIRST_SLOTS ? slots : SALTPOOL_FIRST_SLOTS) - 1;
 	p->ttl = ttl;
 	ss_random_bytes(p->hash_key, sizeof(p->hash_key));
 	return 0;
+}
+
+int ss_saltpool_init_fifo(ss_saltpool_t *p, size_t capacity)
+{
+	int rc = ss_saltpool_init(p, capacity, UINT64_MAX);
+
+	p->fifo = rc == 0;
+	return rc;
 }
 
 void ss_saltpool_free(ss_saltpool_t *p)
@@ -71,19 +83,42 @@ static void slot_delete(ss_saltpool_t *p, size_t i)
 	p->slots[i] = 0;
 }
 
+/* Forgets the oldest entry. */
+static void saltpool_pop(ss_saltpool_t *p)
+{
+	size_t i = p->ring[p->head].hash & p->mask;
+
+	while (p->slots[i] != p->head + 1)
+		i = (i + 1) & p->mask;
+	slot_delete(p, i);
+	p->head = (p->head + 1) % p->capacity;
+	p->count--;
+}
+
 void ss_saltpool_expire(ss_saltpool_t *p, uint64_t now)
 {
 	while (p->count > 0) {
 		const ss_saltpool_entry_t *e = &p->ring[p->head];
-		size_t i = e->hash & p->mask;
 
 		if (now <= e->time || now - e->time <= p->ttl)
 			break;
-		while (p->slots[i] != p->head + 1)
+		saltpool_pop(p);
+	}
+}
+
+/* Doubles the part of the table in use and puts every entry back, from the
+ * ring, so only as much of the reservation is touched as the count needs. */
+static void saltpool_grow(ss_saltpool_t *p)
+{
+	p->mask = p->mask * 2 + 1;
+	memset(p->slots, 0, (p->mask + 1) * sizeof(*p->slots));
+	for (size_t k = 0; k < p->count; k++) {
+		size_t idx = (p->head + k) % p->capacity;
+		size_t i = p->ring[idx].hash & p->mask;
+
+		while (p->slots[i] != 0)
 			i = (i + 1) & p->mask;
-		slot_delete(p, i);
-		p->head = (p->head + 1) % p->capacity;
-		p->count--;
+		p->slots[i] = (uint32_t)idx + 1;
 	}
 }
 
@@ -102,8 +137,20 @@ int ss_saltpool_check_add(ss_saltpool_t *p, const uint8_t *salt, size_t len, uin
 		if (e->hash == h && e->len == len && memcmp(e->salt, salt, len) == 0)
 			return -EEXIST;
 	}
-	if (p->count == p->capacity)
-		return -ENOBUFS;
+	bool moved = false;
+	if (p->count == p->capacity) {
+		if (!p->fifo)
+			return -ENOBUFS;
+		saltpool_pop(p);
+		moved = true;
+	}
+	if (2 * (p->count + 1) > p->mask + 1 && p->mask < p->max_mask) {
+		saltpool_grow(p);
+		moved = true;
+	}
+	if (moved) /* entries moved: find the free slot again */
+		for (i = h & p->mask; p->slots[i] != 0; i = (i + 1) & p->mask)
+			;
 	idx = (p->head + p->count) % p->capacity;
 	e = &p->ring[idx];
 	memcpy(e->salt, salt, len);

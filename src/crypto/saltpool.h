@@ -1,18 +1,26 @@
 #ifndef SS_CRYPTO_SALTPOOL_H
 #define SS_CRYPTO_SALTPOOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Salt pool for Shadowsocks 2022 (SIP022 section 3.1.5): the exact set of
- * request salts seen in the last `ttl` seconds. Unlike the Bloom filters of
- * replay.h it never reports a salt it has not seen, as the spec demands.
+/* Salt pools: exact sets of the salts a server has seen, never reporting one
+ * it has not (no false positives).
+ * - Timed (ss_saltpool_init), for Shadowsocks 2022 (SIP022 section 3.1.5):
+ *   the request salts of the last `ttl` seconds. When every entry is younger
+ *   than ttl the pool is full and refuses new salts rather than forget one
+ *   early.
+ * - First in, first out (ss_saltpool_init_fifo), for SIP004 replay
+ *   protection: the last `capacity` salts; a new one pushes the oldest out.
  *
  * Salts sit in a ring in arrival order, so expiry pops the oldest; an open
  * addressing table (linear probing, keyed SipHash, at most half full) finds
- * them. All memory is taken at ss_saltpool_init; nothing is allocated per
- * salt. When every entry is younger than ttl the pool is full and refuses
- * new salts rather than forget one early. */
+ * them. Both are reserved at init and only touched as they fill: the ring
+ * fills in order, and the table uses a prefix of its reservation that
+ * doubles (rebuilt from the ring) as the count grows, so a pool holding n
+ * salts has about 48 n + 8 n bytes resident whatever its capacity. Nothing
+ * is allocated per salt. */
 
 #define SS_SALTPOOL_MAX_SALT 32
 
@@ -29,8 +37,10 @@ typedef struct ss_saltpool {
 	size_t capacity;
 	size_t head;
 	size_t count;
-	size_t mask; /* slots - 1, slots a power of two >= 2 * capacity */
+	size_t mask;     /* slots in use - 1: a power of two, at least 2 * count */
+	size_t max_mask; /* slots reserved - 1: a power of two >= 2 * capacity */
 	uint64_t ttl;
+	bool fifo;            /* full: push the oldest out instead of refusing */
 	uint8_t hash_key[16]; /* random: peers cannot aim collisions */
 } ss_saltpool_t;
 
@@ -39,6 +49,8 @@ typedef struct ss_saltpool {
  * capacity or ttl or a capacity over 2^30, or -ENOMEM.
  * ss_crypto_global_init must have run (the hash key is random). */
 int ss_saltpool_init(ss_saltpool_t *p, size_t capacity, uint64_t ttl);
+/* The last capacity salts, whatever their age. 0, -EINVAL or -ENOMEM. */
+int ss_saltpool_init_fifo(ss_saltpool_t *p, size_t capacity);
 /* Safe on a zeroed ss_saltpool_t, and twice. */
 void ss_saltpool_free(ss_saltpool_t *p);
 
@@ -46,10 +58,10 @@ void ss_saltpool_free(ss_saltpool_t *p);
  * ss_saltpool_check_add does this itself. */
 void ss_saltpool_expire(ss_saltpool_t *p, uint64_t now);
 
-/* Checks salt (1..32 bytes) against the salts of the last ttl seconds and, if
- * new, records it at time now. 0: new, now recorded; -EEXIST: seen (a
- * replay); -ENOBUFS: new but the pool is full, not recorded (refuse the
- * connection); -EINVAL: bad length.
+/* Checks salt (1..32 bytes) against the salts of the last ttl seconds (the
+ * last capacity salts for a FIFO pool) and, if new, records it at time now.
+ * 0: new, now recorded; -EEXIST: seen (a replay); -ENOBUFS: new but a timed
+ * pool is full, not recorded (refuse the connection); -EINVAL: bad length.
  * now should not go backwards; if it does, salts still expire in the order
  * they were added, so a few are kept longer than ttl (never shorter). */
 int ss_saltpool_check_add(ss_saltpool_t *p, const uint8_t *salt, size_t len, uint64_t now);

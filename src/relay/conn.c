@@ -204,14 +204,30 @@ static void conn_side_init(ss_conn_t *c, int side, int fd)
 	c->side[side].wio.data = c;
 }
 
+size_t ss_conn_codec_size(const struct ss_instance *inst)
+{
+	size_t n = inst->plain    ? 0
+		   : inst->sip022 ? sizeof(ss_2022_stream_t)
+				  : sizeof(ss_aead_stream_t);
+	return (n + 63) & ~(size_t)63;
+}
+
 /* Called once per fresh slot: prepares what is kept across connections. */
 static int conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
 {
-	memset(c, 0, sizeof(*c));
+	size_t k = ss_conn_codec_size(inst);
+
+	memset(c, 0, sizeof(*c) + 2 * k);
 	for (int d = 0; d < 2 && !inst->plain; d++) {
-		ss_codec_t *k = &c->dir[d].codec;
-		int rc = inst->sip022 ? ss_2022_stream_init(&k->v2, inst->cfg->method, inst->be)
-				      : ss_aead_stream_init(&k->v1, inst->cfg->method, inst->be);
+		void *area = c->tail + (size_t)d * k;
+		int rc;
+		if (inst->sip022) {
+			c->dir[d].v2 = area;
+			rc = ss_2022_stream_init(c->dir[d].v2, inst->cfg->method, inst->be);
+		} else {
+			c->dir[d].v1 = area;
+			rc = ss_aead_stream_init(c->dir[d].v1, inst->cfg->method, inst->be);
+		}
 		if (rc < 0)
 			return rc;
 	}
@@ -220,12 +236,13 @@ static int conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
 
 void ss_conn_slot_free(struct ss_instance *inst, ss_conn_t *c)
 {
-	for (int d = 0; d < 2 && !inst->plain; d++) {
-		if (inst->sip022)
-			ss_2022_stream_free(&c->dir[d].codec.v2);
-		else
-			ss_aead_stream_free(&c->dir[d].codec.v1);
+	for (int d = 0; d < 2; d++) {
+		if (c->dir[d].v2)
+			ss_2022_stream_free(c->dir[d].v2);
+		if (c->dir[d].v1)
+			ss_aead_stream_free(c->dir[d].v1);
 	}
+	(void)inst;
 }
 
 /* The decoder of the peer's stream: a server's of its clients' requests; a
@@ -236,12 +253,12 @@ static void conn_codecs_start(struct ss_instance *inst, ss_conn_t *c)
 		return;
 	if (inst->ops->client) {
 		if (!inst->sip022)
-			ss_aead_dec_start(&c->dir[SS_OUT].codec.v1, inst->cfg->key);
+			ss_aead_dec_start(c->dir[SS_OUT].v1, inst->cfg->key);
 	} else if (inst->sip022) {
-		ss_2022_dec_start_server(&c->dir[SS_IN].codec.v2, inst->cfg->key,
-					 ss_instance_users(inst), &inst->saltpool);
+		ss_2022_dec_start_server(c->dir[SS_IN].v2, inst->cfg->key, ss_instance_users(inst),
+					 &inst->saltpool);
 	} else {
-		ss_aead_dec_start(&c->dir[SS_IN].codec.v1, inst->cfg->key);
+		ss_aead_dec_start(c->dir[SS_IN].v1, inst->cfg->key);
 	}
 }
 
@@ -260,7 +277,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	if (!c->inst && conn_slot_init(inst, c) < 0) {
 		ss_err("cannot set up the cipher state");
 		ss_conn_slot_free(inst, c);
-		memset(c, 0, sizeof(*c));
+		memset(c, 0, sizeof(*c) + 2 * ss_conn_codec_size(inst));
 		ss_pool_put(&inst->conns, c);
 		close(fd);
 		return;
@@ -337,9 +354,9 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 		ss_splice_close(&c->dir[d].sp);
 		c->dir[d].iov_n = c->dir[d].iov_i = 0;
 		if (inst->sip022)
-			ss_2022_stream_reset(&c->dir[d].codec.v2);
+			ss_2022_stream_reset(c->dir[d].v2);
 		else if (!inst->plain)
-			ss_aead_stream_reset(&c->dir[d].codec.v1);
+			ss_aead_stream_reset(c->dir[d].v1);
 	}
 	/* Freed by the reaper after this dispatch, so no handler up the stack
 	 * touches a recycled slot; a lookup still in flight holds it longer. */

@@ -29,7 +29,7 @@
 #define SS_RELAY_BUF_SIZE (((SS_BUF_AEAD > SS_BUF_2022 ? SS_BUF_AEAD : SS_BUF_2022) + 63) & ~63)
 /* Where client handshakes (SOCKS5) are read, clear of the first chunk. */
 #define SS_HS_OFF (SS_RELAY_BUF_SIZE - 2048)
-#define SS_DIR_MAX_IOV 16
+#define SS_DIR_MAX_IOV 8
 
 enum { SS_IN = 0, SS_OUT = 1 };
 
@@ -55,16 +55,13 @@ typedef struct ss_side {
 	ev_io wio; /* writable: drives the direction writing to this side */
 } ss_side_t;
 
-/* A direction's stream codec: which one is the instance's method kind. */
-typedef union ss_codec {
-	ss_aead_stream_t v1; /* SIP004 */
-	ss_2022_stream_t v2; /* SIP022 */
-} ss_codec_t;
-
 /* One direction: reads from side[d], writes to side[!d]. */
 typedef struct ss_dir {
 	ss_xform_t xf;
-	ss_codec_t codec;
+	/* The stream codec, in the slot's tail (ss_conn_t.tail), sized for the
+	 * method: v1 for SIP004, v2 for SIP022; neither for none. */
+	ss_aead_stream_t *v1;
+	ss_2022_stream_t *v2;
 	uint8_t *buf;  /* leased only while bytes wait in it */
 	uint32_t keep; /* bytes at the front that must stay (plaintext awaiting a write) */
 	uint32_t rpos; /* DECODE: undecoded wire bytes are [rpos, rend) */
@@ -109,7 +106,15 @@ typedef struct ss_conn {
 	struct ss_conn *next_closed;
 	struct ss_udp_assoc *udp_assoc; /* UDP_CONTROL: the association it holds */
 	struct ss_conn *udp_next;       /* UDP_CONTROL: not yet matched to one */
+	/* The two directions' codecs, as large as the method needs (a slot is
+	 * sizeof(ss_conn_t) + 2 * ss_conn_codec_size()), so an idle connection
+	 * holds only its own method's state. */
+	_Alignas(64) unsigned char tail[];
 } ss_conn_t;
+
+struct ss_instance;
+/* Bytes of one direction's codec for the instance's method (64-aligned). */
+size_t ss_conn_codec_size(const struct ss_instance *inst);
 
 /* What differs between the programs: how a connection starts. */
 typedef struct ss_handshake_ops {

@@ -77,7 +77,7 @@ static void server_inbound_aead(ss_conn_t *c)
 {
 	struct ss_instance *inst = c->inst;
 	ss_dir_t *dir = &c->dir[SS_IN];
-	ss_aead_stream_t *s = &dir->codec.v1;
+	ss_aead_stream_t *s = dir->v1;
 	uint8_t *buf = dir->buf;
 	ss_span_t spans[SS_DIR_MAX_IOV];
 	size_t consumed, ns, used = 0;
@@ -88,7 +88,8 @@ static void server_inbound_aead(ss_conn_t *c)
 				SS_ARRAY_LEN(spans), &ns);
 		if (c->hs_stage == STAGE_SALT && s->have_salt) {
 			c->hs_stage = STAGE_HEADER;
-			if (ss_replay_check_add(&inst->replay, s->salt, s->method->salt_len)) {
+			if (ss_saltpool_check_add(&inst->saltpool, s->salt, s->method->salt_len,
+						  (uint64_t)ev_now(inst->loop)) != 0) {
 				ss_conn_drain(c, "repeated salt, possible replay attack");
 				return;
 			}
@@ -133,7 +134,7 @@ static void server_inbound_aead(ss_conn_t *c)
 static void server_inbound_2022(ss_conn_t *c)
 {
 	ss_dir_t *dir = &c->dir[SS_IN];
-	ss_2022_stream_t *s = &dir->codec.v2;
+	ss_2022_stream_t *s = dir->v2;
 	ss_span_t spans[SS_DIR_MAX_IOV];
 	ss_2022_header_t hdr;
 	size_t consumed, ns;

@@ -10,12 +10,11 @@
 #include "util/result.h"
 
 /* One running program: listeners, the connection and buffer pools, the
- * resolver and the replay filter, all on one loop. */
+ * resolver and the salt pool, all on one loop. */
 
 #define MAX_CONNS_CAP (1u << 18)
-#define REPLAY_CAPACITY 1000000
-#define REPLAY_FP_RATE 1e-15
-#define ACCEPT_RETRY 1.0 /* seconds between accept attempts while out of descriptors */
+#define REPLAY_CAPACITY 1000000 /* salts a server remembers (shadowsocks-libev: 1e6) */
+#define ACCEPT_RETRY 1.0        /* seconds between accept attempts while out of descriptors */
 
 static size_t instance_max_conns(void)
 {
@@ -224,8 +223,8 @@ static int instance_setup_outbound(struct ss_instance *inst, char *err, size_t e
 	return 0;
 }
 
-/* What a server keeps against replays: SIP004's Bloom filters, or SIP022's
- * exact salt pool and its users. */
+/* What a server keeps against replays (an exact salt pool: the last salts
+ * for SIP004, the last 60 s of request salts for SIP022) and its users. */
 static int instance_setup_replay(struct ss_instance *inst, char *err, size_t errlen)
 {
 	const ss_config_t *cfg = inst->cfg;
@@ -233,14 +232,10 @@ static int instance_setup_replay(struct ss_instance *inst, char *err, size_t err
 
 	if (inst->plain)
 		return 0; /* nothing to replay against */
-	if (!inst->sip022) {
-		if (ss_replay_init(&inst->replay, REPLAY_CAPACITY, REPLAY_FP_RATE) < 0) {
-			snprintf(err, errlen, "cannot allocate the replay filter");
-			return -ENOMEM;
-		}
-		return 0;
-	}
-	if (ss_saltpool_init(&inst->saltpool, REPLAY_CAPACITY, SS_2022_SALT_TTL) < 0) {
+	/* SIP004 has no timestamps: the last REPLAY_CAPACITY salts. */
+	rc = inst->sip022 ? ss_saltpool_init(&inst->saltpool, REPLAY_CAPACITY, SS_2022_SALT_TTL)
+			  : ss_saltpool_init_fifo(&inst->saltpool, REPLAY_CAPACITY);
+	if (rc < 0) {
 		snprintf(err, errlen, "cannot allocate the salt pool");
 		return -ENOMEM;
 	}
@@ -311,7 +306,8 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	ev_init(&inst->retry, instance_retry_cb);
 	inst->retry.data = inst;
 
-	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t), max_conns) < 0 ||
+	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t) + 2 * ss_conn_codec_size(inst),
+			 max_conns) < 0 ||
 	    ss_pool_init(&inst->bufs, SS_RELAY_BUF_SIZE, 2 * max_conns) < 0) {
 		snprintf(err, errlen, "cannot reserve memory for %zu connections", max_conns);
 		rc = -ENOMEM;
@@ -393,7 +389,6 @@ void ss_instance_destroy(ss_instance_t *inst)
 			ss_conn_slot_free(inst, c);
 	}
 	ev_prepare_stop(inst->loop, &inst->reaper);
-	ss_replay_free(&inst->replay);
 	ss_saltpool_free(&inst->saltpool);
 	ss_acl_free(inst->acl);
 	ss_2022_users_free(&inst->users);

@@ -7,7 +7,6 @@
 #include "crypto/aead2022.h"
 #include "crypto/saltpool.h"
 #include "proto/acl.h"
-#include "crypto/replay.h"
 #include "net/resolver.h"
 #include "net/sock.h"
 #include "relay/conn.h"
@@ -33,8 +32,8 @@ struct ss_instance {
 	ss_acl_t *acl;          /* --acl, or NULL */
 	bool acl_by_addr;       /* the ACL has address rules: names may need a lookup */
 	bool splice_ok;         /* splice(2) may move COPY directions (ss_splice_supported) */
-	ss_replay_t replay;     /* server, SIP004: salts seen (Bloom filters) */
-	ss_saltpool_t saltpool; /* server, SIP022: request salts of the last 60 s */
+	ss_saltpool_t saltpool; /* server: salts seen (SIP004: the last 10^6, exact;
+				   SIP022: the request salts of the last 60 s) */
 	ss_2022_users_t users;  /* server, SIP022 with "users" */
 	ss_udp_relay_t udp;     /* when the mode includes UDP */
 	ss_listener_t listeners[SS_MAX_SERVERS];

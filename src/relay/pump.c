@@ -31,7 +31,7 @@ uint8_t *ss_pump_lead_area(ss_conn_t *c, int d)
 static int pump_seal(ss_conn_t *c, ss_dir_t *dir, size_t total)
 {
 	uint8_t *base = dir->buf + SS_ENC_OFF, *start = base, *end = base;
-	ss_aead_stream_t *s = &dir->codec.v1;
+	ss_aead_stream_t *s = dir->v1;
 	size_t k = 0;
 
 	if (!dir->started) {
@@ -61,7 +61,7 @@ static int pump_seal(ss_conn_t *c, ss_dir_t *dir, size_t total)
 static int pump_seal_2022(ss_conn_t *c, ss_dir_t *dir, size_t n)
 {
 	const ss_config_t *cfg = c->inst->cfg;
-	ss_2022_stream_t *s = &dir->codec.v2;
+	ss_2022_stream_t *s = dir->v2;
 	uint8_t *payload = dir->buf + SS_2022_OFF, *start;
 	uint64_t now = (uint64_t)ev_now(c->inst->loop);
 	size_t len;
@@ -81,12 +81,12 @@ static int pump_seal_2022(ss_conn_t *c, ss_dir_t *dir, size_t n)
 		if (h < 0)
 			return SS_ERR;
 		/* The answer is bound to this request's salt. */
-		ss_2022_dec_start_client(&c->dir[SS_OUT].codec.v2, cfg->psks.keys[cfg->psks.n - 1],
+		ss_2022_dec_start_client(c->dir[SS_OUT].v2, cfg->psks.keys[cfg->psks.n - 1],
 					 s->salt);
 		start = payload - h;
 		len = (size_t)h + n + SS_AEAD_TAG_LEN;
 	} else {
-		const ss_2022_stream_t *req = &c->dir[SS_IN].codec.v2;
+		const ss_2022_stream_t *req = c->dir[SS_IN].v2;
 		size_t h = SS_2022_RESP_HDR_LEN(s->method);
 		start = payload - h;
 		if (ss_2022_enc_start_response(s, req->user ? req->user->key : cfg->key,
@@ -135,10 +135,10 @@ int ss_pump_decode(ss_conn_t *c, int d)
 	if (room == 0 || dir->rpos >= dir->rend)
 		return SS_OK;
 	if (c->inst->sip022)
-		r = ss_2022_dec(&dir->codec.v2, p, len, (uint64_t)ev_now(c->inst->loop), &consumed,
-				spans, room, &ns, NULL);
+		r = ss_2022_dec(dir->v2, p, len, (uint64_t)ev_now(c->inst->loop), &consumed, spans,
+				room, &ns, NULL);
 	else
-		r = ss_aead_dec(&dir->codec.v1, p, len, &consumed, spans, room, &ns);
+		r = ss_aead_dec(dir->v1, p, len, &consumed, spans, room, &ns);
 	if (r != SS_OK)
 		return SS_ERR;
 	dir->rpos += consumed;

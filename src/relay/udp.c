@@ -327,7 +327,8 @@ static const char *udp_aead_open(ss_udp_relay_t *u, size_t len, ss_udp_pkt_t *p)
 		    ss_aead_open_packet(m, inst->be, &u->aead, inst->cfg->key, wire, len, &plain);
 		if (plen < 0)
 			return "failed to decrypt";
-		if (!u->client && ss_replay_check_add(&inst->replay, wire, m->salt_len))
+		if (!u->client && ss_saltpool_check_add(&inst->saltpool, wire, m->salt_len,
+							(uint64_t)ev_now(u->loop)) != 0)
 			return "repeated salt, possible replay";
 	}
 	if (ss_addr_parse(plain, (size_t)plen, &p->addr, &used) != SS_OK)

@@ -71,7 +71,9 @@ class Counted:
 
 def counted_env(shim, tmp_path, name):
     report = str(tmp_path / ("%s.count" % name))
-    return {"LD_PRELOAD": shim, "SS_ALLOC_REPORT": report}, report
+    # Backtraces of allocations after the first sample go to the program's
+    # stderr, which a failure shows.
+    return {"LD_PRELOAD": shim, "SS_ALLOC_REPORT": report, "SS_ALLOC_TRACE": "1"}, report
 
 
 def run_ssload(ssload, args):

@@ -158,13 +158,78 @@ static void test_model(void **state)
 	ss_saltpool_free(&p);
 }
 
+/* FIFO pools against a queue, through several doublings of the table. */
+static void test_model_fifo(void **state)
+{
+	enum { CAP = 3000, UNIVERSE = 9000, OPS = 60000 };
+	static uint32_t queue[CAP];
+	static bool inq[UNIVERSE];
+	size_t qhead = 0, qcount = 0;
+	ss_saltpool_t p;
+	unsigned seed = 777;
+	(void)state;
+
+	assert_int_equal(ss_saltpool_init_fifo(&p, CAP), 0);
+	assert_true(p.mask < p.max_mask); /* starts on a prefix of the table */
+	for (int op = 0; op < OPS; op++) {
+		uint8_t s[32];
+		int want = 0, got;
+
+		seed = seed * 1103515245u + 12345u;
+		uint32_t v = (seed >> 8) % UNIVERSE;
+		salt_of(v, s, sizeof(s));
+		if (inq[v]) {
+			want = -EEXIST;
+		} else {
+			if (qcount == CAP) {
+				inq[queue[qhead]] = false;
+				qhead = (qhead + 1) % CAP;
+				qcount--;
+			}
+			queue[(qhead + qcount++) % CAP] = v;
+			inq[v] = true;
+		}
+		got = ss_saltpool_check_add(&p, s, sizeof(s), (uint64_t)op);
+		if (got != want)
+			fail_msg("op %d salt %u: got %d, want %d", op, v, got, want);
+		assert_int_equal(p.count, qcount);
+		assert_true(2 * p.count <= p.mask + 1);
+	}
+	assert_int_equal(p.mask, p.max_mask);
+	ss_saltpool_free(&p);
+}
+
+/* The table grows with the count: every salt stays findable. */
+static void test_growth(void **state)
+{
+	enum { N = 200000 };
+	ss_saltpool_t p;
+	uint8_t s[32];
+	(void)state;
+
+	assert_int_equal(ss_saltpool_init(&p, N, 60), 0);
+	size_t first = p.mask + 1;
+	for (uint32_t v = 0; v < N; v++) {
+		salt_of(v, s, sizeof(s));
+		assert_int_equal(ss_saltpool_check_add(&p, s, sizeof(s), 5), 0);
+		if (v == 100)
+			assert_int_equal(p.mask + 1, first); /* few salts, small table */
+	}
+	assert_true(p.mask + 1 >= 2 * (size_t)N);
+	for (uint32_t v = 0; v < N; v += 7) {
+		salt_of(v, s, sizeof(s));
+		assert_int_equal(ss_saltpool_check_add(&p, s, sizeof(s), 6), -EEXIST);
+	}
+	assert_int_equal(ss_saltpool_check_add(&p, (const uint8_t *)"new salt", 8, 6), -ENOBUFS);
+	ss_saltpool_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_init),
-	    cmocka_unit_test(test_seen_and_expiry),
-	    cmocka_unit_test(test_full),
-	    cmocka_unit_test(test_model),
+	    cmocka_unit_test(test_init),       cmocka_unit_test(test_seen_and_expiry),
+	    cmocka_unit_test(test_full),       cmocka_unit_test(test_model),
+	    cmocka_unit_test(test_model_fifo), cmocka_unit_test(test_growth),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
