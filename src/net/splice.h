@@ -35,16 +35,35 @@ extern const ss_splice_ops_t ss_splice_sys;
 #define SS_SPLICE_PIPE_BIG (1024 * 1024)
 #define SS_SPLICE_PIPE_MIN (64 * 1024) /* below this, copying is as good */
 
+/* Pipes shared by the directions of one relay, so that a direction holds a
+ * pipe only while bytes are in it: an idle connection holds no descriptor
+ * beyond its sockets, and at most max pipes exist at once (their
+ * descriptors are budgeted with the connections'). */
+typedef struct ss_pipe_pool {
+	const ss_splice_ops_t *ops;
+	int (*idle)[2];      /* idle pipes (read end, write end), the last made first */
+	uint32_t *idle_size; /* their capacities */
+	size_t n_idle;
+	size_t open; /* pipes made and not closed, idle or held */
+	size_t max;
+} ss_pipe_pool_t;
+
+/* Room for max pipes (ops NULL: ss_splice_sys). 0 or -ENOMEM. */
+int ss_pipe_pool_init(ss_pipe_pool_t *p, const ss_splice_ops_t *ops, size_t max);
+/* Closes the idle pipes and frees; every direction using it has closed. */
+void ss_pipe_pool_destroy(ss_pipe_pool_t *p);
+
 /* The state of one direction. Embed it in the connection; it holds no heap
  * memory, only the pipe's two descriptors once the first move made them. */
 typedef struct ss_splice {
 	const ss_splice_ops_t *ops;
-	int pipe_r, pipe_w; /* -1 until first use */
-	uint32_t in_pipe;   /* bytes in the pipe not yet written to the sink */
-	uint32_t pipe_size; /* capacity obtained */
-	bool delivered;     /* a byte reached the sink through the pipe: no fallback after this */
-	bool off;           /* this direction copies from now on */
-	bool eof;           /* the source reported EOF: it is not read again */
+	ss_pipe_pool_t *pool; /* NULL: the direction makes its pipe and keeps it */
+	int pipe_r, pipe_w;   /* -1 until first use */
+	uint32_t in_pipe;     /* bytes in the pipe not yet written to the sink */
+	uint32_t pipe_size;   /* capacity obtained */
+	bool delivered;       /* a byte reached the sink through the pipe: no fallback after this */
+	bool off;             /* this direction copies from now on */
+	bool eof;             /* the source reported EOF: it is not read again */
 } ss_splice_t;
 
 typedef enum {
@@ -70,9 +89,15 @@ bool ss_splice_supported(void);
 /* Prepares s for one direction with the given system calls (NULL for
  * ss_splice_sys), which must outlive s. Makes no pipe yet. */
 void ss_splice_init(ss_splice_t *s, const ss_splice_ops_t *ops);
+/* Takes pipes from pool (which must outlive s) from now on: one is held
+ * while bytes are in it and given back once the source has nothing more
+ * for now. With every pipe of the pool held elsewhere, a move answers
+ * SS_SPLICE_COPY with s->off false: copy this read, try again later. */
+void ss_splice_use_pool(ss_splice_t *s, ss_pipe_pool_t *pool);
 
-/* Closes the pipe if s has one; any bytes still in it are lost, so a caller
- * that wants them drains first. Safe to call twice. */
+/* Closes the pipe if s has one (an empty one goes back to its pool); any
+ * bytes still in it are lost, so a caller that wants them drains first.
+ * Safe to call twice. */
 void ss_splice_close(ss_splice_t *s);
 
 /* Moves what it can from src to dst: first what is in the pipe, then

@@ -50,15 +50,62 @@ bool ss_splice_supported(void)
 	return (sa.sa_flags & SA_SIGINFO) || sa.sa_handler != SIG_DFL;
 }
 
+int ss_pipe_pool_init(ss_pipe_pool_t *p, const ss_splice_ops_t *ops, size_t max)
+{
+	*p = (ss_pipe_pool_t){.ops = ops ? ops : &ss_splice_sys, .max = max};
+	p->idle = calloc(max ? max : 1, sizeof(*p->idle));
+	p->idle_size = calloc(max ? max : 1, sizeof(*p->idle_size));
+	if (!p->idle || !p->idle_size) {
+		ss_pipe_pool_destroy(p);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void ss_pipe_pool_destroy(ss_pipe_pool_t *p)
+{
+	for (size_t i = 0; p->idle && i < p->n_idle; i++) {
+		close(p->idle[i][0]);
+		close(p->idle[i][1]);
+	}
+	free(p->idle);
+	free(p->idle_size);
+	*p = (ss_pipe_pool_t){0};
+}
+
 void ss_splice_init(ss_splice_t *s, const ss_splice_ops_t *ops)
 {
 	*s = (ss_splice_t){.ops = ops ? ops : &ss_splice_sys, .pipe_r = -1, .pipe_w = -1};
 }
 
+void ss_splice_use_pool(ss_splice_t *s, ss_pipe_pool_t *pool)
+{
+	s->pool = pool;
+}
+
+/* Gives an empty pipe back to the pool. */
+static void splice_release(ss_splice_t *s)
+{
+	ss_pipe_pool_t *p = s->pool;
+
+	p->idle[p->n_idle][0] = s->pipe_r;
+	p->idle[p->n_idle][1] = s->pipe_w;
+	p->idle_size[p->n_idle++] = s->pipe_size;
+	s->pipe_r = s->pipe_w = -1;
+	s->pipe_size = 0;
+}
+
 void ss_splice_close(ss_splice_t *s)
 {
-	if (s->pipe_r >= 0)
+	if (s->pipe_r >= 0 && s->pool && s->in_pipe == 0) {
+		splice_release(s);
+		return;
+	}
+	if (s->pipe_r >= 0) {
 		close(s->pipe_r);
+		if (s->pool)
+			s->pool->open--;
+	}
 	if (s->pipe_w >= 0)
 		close(s->pipe_w);
 	s->pipe_r = s->pipe_w = -1;
@@ -66,15 +113,28 @@ void ss_splice_close(ss_splice_t *s)
 	s->pipe_size = 0;
 }
 
-/* Makes the pipe; false when this direction should copy instead. */
-static bool splice_open(ss_splice_t *s)
+/* Makes a pipe: 1, 0 when this direction should copy from now on, -1 when
+ * the pool has none to spare now. */
+static int splice_open(ss_splice_t *s)
 {
+	ss_pipe_pool_t *p = s->pool;
 	int fds[2], cap;
 
+	if (p && p->n_idle) {
+		p->n_idle--;
+		s->pipe_r = p->idle[p->n_idle][0];
+		s->pipe_w = p->idle[p->n_idle][1];
+		s->pipe_size = p->idle_size[p->n_idle];
+		return 1;
+	}
+	if (p && p->open >= p->max)
+		return -1;
 	if (s->ops->pipe(fds) < 0)
-		return false;
+		return 0;
 	s->pipe_r = fds[0];
 	s->pipe_w = fds[1];
+	if (p)
+		p->open++;
 	cap = s->ops->pipe_size(s->pipe_w, SS_SPLICE_PIPE_BIG);
 	if (cap < SS_SPLICE_PIPE_WANT)
 		cap = s->ops->pipe_size(s->pipe_w, SS_SPLICE_PIPE_WANT);
@@ -82,10 +142,19 @@ static bool splice_open(ss_splice_t *s)
 	 * per few pages: copying through the relay buffer does as well. */
 	if (cap < SS_SPLICE_PIPE_MIN) {
 		ss_splice_close(s);
-		return false;
+		return 0;
 	}
 	s->pipe_size = (uint32_t)cap;
-	return true;
+	return 1;
+}
+
+/* The pipe is empty and the source has nothing for now: a pooled pipe goes
+ * back, so that idle directions hold none. */
+static ss_splice_result_t splice_idle(ss_splice_t *s, ss_splice_result_t r)
+{
+	if (s->pool && s->pipe_r >= 0 && s->in_pipe == 0)
+		splice_release(s);
+	return r;
 }
 
 static ssize_t splice_call(ss_splice_t *s, int in, int out, size_t len)
@@ -133,9 +202,12 @@ ss_splice_result_t ss_splice_move(ss_splice_t *s, int src, int dst, size_t *move
 	*err = 0;
 	if (s->off)
 		return SS_SPLICE_COPY;
-	if (s->pipe_r < 0 && !splice_open(s)) {
-		s->off = true;
-		return SS_SPLICE_COPY;
+	if (s->pipe_r < 0) {
+		int r = splice_open(s);
+		if (r <= 0) {
+			s->off = r == 0;
+			return SS_SPLICE_COPY;
+		}
 	}
 	for (int calls = 0; calls < SPLICE_CALLS; calls++) {
 		ssize_t n;
@@ -158,7 +230,7 @@ ss_splice_result_t ss_splice_move(ss_splice_t *s, int src, int dst, size_t *move
 			continue;
 		}
 		if (s->eof)
-			return *moved ? SS_SPLICE_PROGRESS : SS_SPLICE_EOF;
+			return *moved ? SS_SPLICE_PROGRESS : splice_idle(s, SS_SPLICE_EOF);
 		/* Filling only an empty pipe keeps its slots free: a pipe holds
 		 * fewer bytes than its capacity when skbs fill pages partly. */
 		n = splice_call(s, src, s->pipe_w, s->pipe_size - s->in_pipe);
@@ -174,11 +246,11 @@ ss_splice_result_t ss_splice_move(ss_splice_t *s, int src, int dst, size_t *move
 		if (*moved)
 			return SS_SPLICE_PROGRESS;
 		if (splice_at_mark(src))
-			return SS_SPLICE_COPY;
+			return splice_idle(s, SS_SPLICE_COPY);
 		if (n < 0)
-			return SS_SPLICE_WAIT_READ;
+			return splice_idle(s, SS_SPLICE_WAIT_READ);
 		s->eof = true;
-		return SS_SPLICE_EOF;
+		return splice_idle(s, SS_SPLICE_EOF);
 	}
 	/* A fill is always followed by a flush that moved bytes or returned. */
 	return SS_SPLICE_PROGRESS;

@@ -40,6 +40,22 @@ bool ss_splice_supported(void)
 	return false;
 }
 
+int ss_pipe_pool_init(ss_pipe_pool_t *p, const ss_splice_ops_t *ops, size_t max)
+{
+	*p = (ss_pipe_pool_t){.ops = ops ? ops : &ss_splice_sys, .max = max};
+	return 0;
+}
+
+void ss_pipe_pool_destroy(ss_pipe_pool_t *p)
+{
+	*p = (ss_pipe_pool_t){0};
+}
+
+void ss_splice_use_pool(ss_splice_t *s, ss_pipe_pool_t *pool)
+{
+	s->pool = pool;
+}
+
 void ss_splice_init(ss_splice_t *s, const ss_splice_ops_t *ops)
 {
 	*s = (ss_splice_t){.ops = ops ? ops : &ss_splice_sys, .pipe_r = -1, .pipe_w = -1};

@@ -549,8 +549,11 @@ void ss_conn_stream(ss_conn_t *c)
 {
 	/* Bytes that need no transform go from socket to socket in the
 	 * kernel: method none after the header, and bypassed connections. */
-	for (int d = 0; d < 2; d++)
+	for (int d = 0; d < 2; d++) {
 		c->dir[d].splice = c->dir[d].xf == SS_XF_COPY && c->inst->splice_ok;
+		if (c->dir[d].splice)
+			ss_splice_use_pool(&c->dir[d].sp, &c->inst->pipes);
+	}
 	c->state = SS_CONN_STREAM;
 	ss_conn_touch(c);
 	conn_arm_timer(c);

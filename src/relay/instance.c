@@ -13,6 +13,9 @@
  * resolver and the salt pool, all on one loop. */
 
 #define MAX_CONNS_CAP (1u << 18)
+/* Pipes for splice(2) at once (two descriptors each, kept out of the
+ * connections' budget): the directions moving bytes right now. */
+#define SPLICE_PIPES 64
 #define REPLAY_CAPACITY 1000000 /* salts a server remembers (shadowsocks-libev: 1e6) */
 #define ACCEPT_RETRY 1.0        /* seconds between accept attempts while out of descriptors */
 
@@ -21,9 +24,12 @@ static size_t instance_max_conns(void)
 	struct rlimit rl;
 	size_t n = 4096;
 
-	/* Two descriptors per connection, a few for listeners and the resolver. */
+	/* Two descriptors per connection, a few for listeners and the resolver,
+	 * and the splice pipes'. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		n = rl.rlim_cur > 64 ? (rl.rlim_cur - 32) / 2 : 16;
+		n = rl.rlim_cur > 64 + 4 * SPLICE_PIPES ? (rl.rlim_cur - 32 - 2 * SPLICE_PIPES) / 2
+		    : rl.rlim_cur > 64                  ? (rl.rlim_cur - 32) / 2
+							: 16;
 	else if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
 		n = MAX_CONNS_CAP;
 	return n > MAX_CONNS_CAP ? MAX_CONNS_CAP : n;
@@ -283,7 +289,8 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->loop = loop;
 	inst->sip022 = cfg->method->kind == SS_METHOD_2022;
 	inst->plain = cfg->method->kind == SS_METHOD_NONE;
-	inst->splice_ok = ss_splice_supported();
+	inst->splice_ok =
+	    ss_splice_supported() && ss_pipe_pool_init(&inst->pipes, NULL, SPLICE_PIPES) == 0;
 	/* Silently running without a requested plugin would be worse than
 	 * not starting. */
 	if (cfg->plugin[0]) {
@@ -390,6 +397,7 @@ void ss_instance_destroy(ss_instance_t *inst)
 	}
 	ev_prepare_stop(inst->loop, &inst->reaper);
 	ss_saltpool_free(&inst->saltpool);
+	ss_pipe_pool_destroy(&inst->pipes);
 	ss_acl_free(inst->acl);
 	ss_2022_users_free(&inst->users);
 	ss_pool_destroy(&inst->bufs);

@@ -32,6 +32,7 @@ struct ss_instance {
 	ss_acl_t *acl;          /* --acl, or NULL */
 	bool acl_by_addr;       /* the ACL has address rules: names may need a lookup */
 	bool splice_ok;         /* splice(2) may move COPY directions (ss_splice_supported) */
+	ss_pipe_pool_t pipes;   /* their pipes, held only while bytes are in them */
 	ss_saltpool_t saltpool; /* server: salts seen (SIP004: the last 10^6, exact;
 				   SIP022: the request salts of the last 60 s) */
 	ss_2022_users_t users;  /* server, SIP022 with "users" */

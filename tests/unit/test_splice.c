@@ -960,6 +960,62 @@ static void test_pipe_big_refused(void **state)
 	rig_close(r);
 }
 
+/* Pooled pipes: held while bytes are in them, given back when the source is
+ * drained; with the pool's only pipe held, the other direction copies this
+ * read and takes the pipe once it is back. */
+static void test_pipe_pool(void **state)
+{
+	uint8_t *x = payload(1000, 9), got[1000];
+	ss_pipe_pool_t pool;
+	size_t moved;
+	int err;
+	(void)state;
+
+	assert_int_equal(ss_pipe_pool_init(&pool, NULL, 1), 0);
+	rig_t *r = rig_open(NULL, 0);
+	ss_splice_t *ab = &r->ab.sp, *ba = &r->ba.sp;
+	ss_splice_use_pool(ab, &pool);
+	ss_splice_use_pool(ba, &pool);
+
+	/* Nothing to read: the pipe made for the move goes back at once. */
+	assert_int_equal(ss_splice_move(ab, r->ra, r->rb, &moved, &err), SS_SPLICE_WAIT_READ);
+	assert_int_equal(ab->pipe_r, -1);
+	assert_int_equal(pool.open, 1);
+	assert_int_equal(pool.n_idle, 1);
+
+	/* Bytes A -> B: the direction holds the pipe only while they pass. */
+	assert_int_equal(write(r->a, x, 1000), 1000);
+	wait_queued(r->ra, 1000);
+	assert_int_equal(ss_splice_move(ab, r->ra, r->rb, &moved, &err), SS_SPLICE_PROGRESS);
+	assert_int_equal(moved, 1000);
+	assert_true(ab->pipe_r >= 0);
+	assert_int_equal(pool.n_idle, 0);
+
+	/* Meanwhile B -> A finds the pool empty: copy, not for good. */
+	assert_int_equal(ss_splice_move(ba, r->rb, r->ra, &moved, &err), SS_SPLICE_COPY);
+	assert_false(ba->off);
+	assert_int_equal(pool.open, 1);
+
+	assert_int_equal(ss_splice_move(ab, r->ra, r->rb, &moved, &err), SS_SPLICE_WAIT_READ);
+	assert_int_equal(ab->pipe_r, -1);
+	assert_int_equal(pool.n_idle, 1);
+	wait_queued(r->b, 1000);
+	assert_int_equal(read(r->b, got, sizeof(got)), 1000);
+	assert_memory_equal(got, x, 1000);
+
+	/* Now B -> A gets the same pipe. */
+	assert_int_equal(write(r->b, x, 500), 500);
+	wait_queued(r->rb, 500);
+	assert_int_equal(ss_splice_move(ba, r->rb, r->ra, &moved, &err), SS_SPLICE_PROGRESS);
+	assert_int_equal(moved, 500);
+	assert_int_equal(pool.open, 1);
+
+	rig_close(r);
+	assert_int_equal(pool.n_idle, 1); /* closing gave the empty pipe back */
+	ss_pipe_pool_destroy(&pool);
+	free(x);
+}
+
 /* ---- urgent data ---------------------------------------------------------- */
 
 typedef struct urgent_case {
@@ -1178,6 +1234,7 @@ int main(void)
 	    cmocka_unit_test(test_eintr_retried),
 	    cmocka_unit_test(test_pipe_failure),
 	    cmocka_unit_test(test_pipe_big_refused),
+	    cmocka_unit_test(test_pipe_pool),
 	    cmocka_unit_test(test_urgent_mid_stream),
 	    cmocka_unit_test(test_urgent_before_fin),
 	    cmocka_unit_test(test_reset_of_source),
