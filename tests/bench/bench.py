@@ -25,6 +25,7 @@ import base64
 import json
 import os
 import platform
+import resource
 import secrets
 import select
 import shlex
@@ -44,7 +45,7 @@ GB = 1e9
 MIB = 1 << 20
 LOOPBACK = "127.0.0.1"
 DEFAULT_METHODS = "aes-256-gcm,chacha20-ietf-poly1305"
-SCENARIOS = ("upload", "download", "rr", "udp")
+SCENARIOS = ("upload", "download", "rr", "udp", "idle")
 # shadowsocks-libev has no Shadowsocks 2022: for a 2022 method it runs the
 # AEAD method with the same cipher, the one a user would otherwise pick.
 LIBEV_STANDIN = {
@@ -68,6 +69,17 @@ def new_password(method):
         size = 16 if "aes-128" in method else 32
         return base64.b64encode(os.urandom(size)).decode()
     return secrets.token_hex(16)
+
+
+def bypass_args(method, logdir):
+    """ss-tunnel's extra arguments for the bypass pseudo-method: an ACL that
+    sends every connection straight to its target."""
+    if method != "bypass":
+        return []
+    path = os.path.join(logdir, "bypass.acl")
+    with open(path, "w") as f:
+        f.write("[bypass_all]\n")
+    return ["--acl", path]
 
 
 def relay_method(method):
@@ -448,10 +460,92 @@ def run_udp_once(impl, method, cfg, logdir):
         procs.stop_all()
 
 
+def run_idle_once(impl, method, cfg, logdir):
+    """Memory per idle connection: --idle-conns connections through ss-tunnel
+    and ss-server to an echo, each sending a small request and reading the
+    answer, then held open; the growth of each relay's resident memory over
+    the connections, from one connection already open (start-up and the first
+    connection's one-time costs are not per connection)."""
+    procs = Procs(logdir)
+    run_method = relay_method(impl_method(impl, method))
+    socks = []
+    try:
+        password = new_password(run_method)
+        n = cfg.idle_conns
+        sink = procs.start(
+            "sink",
+            [cfg.ssload, "sink", "--listen", f"{LOOPBACK}:0", "--echo", "--quit-after",
+             str(n + 16), "--timeout", str(cfg.timeout + 60)],
+            pipe_stdout=True, cpus=cfg.pin.get("sink"))
+        sink_port = read_json_line(sink, [b""], 10, "sink")["port"]
+        server_port, tunnel_port = free_ports(2)
+        nofile = ["-n", str(2 * n + 256)]
+        server = procs.start(
+            "ss-server",
+            [impl.server, "-s", LOOPBACK, "-p", str(server_port), "-k", password,
+             "-m", run_method] + nofile + cfg.server_args,
+            cpus=cfg.pin.get("server"), env=impl.env)
+        tunnel = procs.start(
+            "ss-tunnel",
+            [impl.tunnel, "-s", LOOPBACK, "-p", str(server_port), "-b", LOOPBACK,
+             "-l", str(tunnel_port), "-L", f"{LOOPBACK}:{sink_port}", "-k", password,
+             "-m", run_method] + nofile + bypass_args(method, logdir) + cfg.tunnel_args,
+            cpus=cfg.pin.get("tunnel"), env=impl.env)
+        relays = {"ss-tunnel": tunnel, "ss-server": server}
+        wait_listening([server_port, tunnel_port], relays, 10)
+
+        request = b"GET / HTTP/1.1\r\n\r\n" + b"x" * 100
+
+        def hold():
+            s = socket.create_connection((LOOPBACK, tunnel_port), timeout=10)
+            s.sendall(request)
+            got = b""
+            while len(got) < len(request):
+                chunk = s.recv(len(request) - len(got))
+                if not chunk:
+                    raise BenchError("a connection ended before its answer")
+                got += chunk
+            if got != request:
+                raise BenchError("an answer differs from its request")
+            socks.append(s)
+
+        hold()
+        time.sleep(cfg.settle + 0.3)
+        rss0 = {name: proc_status_kb(p.pid, "VmRSS") for name, p in relays.items()}
+        cpu0 = {name: proc_cpu(p.pid) for name, p in relays.items()}
+        t0 = time.monotonic()
+        for _ in range(n):
+            hold()
+        seconds = time.monotonic() - t0
+        time.sleep(0.5)
+        rss1 = {name: proc_status_kb(p.pid, "VmRSS") for name, p in relays.items()}
+        cpu1 = {name: proc_cpu(p.pid) for name, p in relays.items()}
+        hwm = {name: proc_status_kb(p.pid, "VmHWM") for name, p in relays.items()}
+        for name, p in relays.items():
+            if p.poll() is not None:
+                raise BenchError(f"{name} exited during the run")
+        return {
+            "impl": impl.name,
+            "method": method,
+            "scenario": "idle",
+            "conns": n,
+            "seconds": seconds,
+            "rss_growth_kib": {name: rss1[name] - rss0[name] for name in relays},
+            "cpu_s": {name: cpu1[name] - cpu0[name] for name in relays},
+            "hwm_kib": hwm,
+        }
+    finally:
+        for s in socks:
+            s.close()
+        procs.stop_all()
+
+
 def run_once(impl, method, scenario, cfg, logdir):
     """One measured run; returns a dict of raw figures. Raises BenchError."""
     if scenario == "udp":
         return run_udp_once(impl, method, cfg, logdir)
+    if scenario == "idle":
+        return run_idle_once(impl, method, cfg, logdir)
     procs = Procs(logdir)
     run_method = relay_method(impl_method(impl, method))
     try:
@@ -491,12 +585,7 @@ def run_once(impl, method, scenario, cfg, logdir):
             cpus=cfg.pin.get("server"),
             env=impl.env,
         )
-        acl = []
-        if method == "bypass":
-            path = os.path.join(logdir, "bypass.acl")
-            with open(path, "w") as f:
-                f.write("[bypass_all]\n")
-            acl = ["--acl", path]
+        acl = bypass_args(method, logdir)
         tunnel = procs.start(
             "ss-tunnel",
             [impl.tunnel, "-s", LOOPBACK, "-p", str(server_port), "-b", LOOPBACK,
@@ -588,7 +677,12 @@ def figures(run):
         "tunnel_rss_mib": run["hwm_kib"]["ss-tunnel"] / 1024,
         "server_rss_mib": run["hwm_kib"]["ss-server"] / 1024,
     }
-    if run["scenario"] == "rr":
+    if run["scenario"] == "idle":
+        n = run["conns"]
+        g = run["rss_growth_kib"]
+        f.update(tunnel_cpu=g["ss-tunnel"] / n, server_cpu=g["ss-server"] / n,
+                 total_cpu=(g["ss-tunnel"] + g["ss-server"]) / n, rate=n / run["seconds"])
+    elif run["scenario"] == "rr":
         n = run["conns"]
         f.update(tunnel_cpu=cpu["ss-tunnel"] / n * 1e6, server_cpu=cpu["ss-server"] / n * 1e6,
                  total_cpu=total / n * 1e6, rate=run["conns_per_s"],
@@ -608,7 +702,9 @@ def figures(run):
 
 
 def figure_labels(scenario):
-    if scenario == "rr":
+    if scenario == "idle":
+        cpu, rate = "KiB per idle connection", "connections opened/s"
+    elif scenario == "rr":
         cpu, rate = "CPU µs/conn", "connections/s"
     elif scenario == "udp":
         cpu, rate = "CPU µs/datagram", "datagrams/s"
@@ -627,8 +723,9 @@ def figure_labels(scenario):
     labels += [
         ("tunnel_rss_mib", "ss-tunnel peak RSS MiB"),
         ("server_rss_mib", "ss-server peak RSS MiB"),
-        ("tool_cpu", f"load tool {cpu} (client + sink)"),
     ]
+    if scenario != "idle":
+        labels += [("tool_cpu", f"load tool {cpu} (client + sink)")]
     return labels
 
 
@@ -712,7 +809,8 @@ def fmt(value, key, scenario=None):
     return f"{value:.3f}" if value < 10 else f"{value:.2f}"
 
 
-OVERVIEW_UNITS = {"rr": ("µs/conn", "conn/s"), "udp": ("µs/dgram", "dgram/s")}
+OVERVIEW_UNITS = {"rr": ("µs/conn", "conn/s"), "udp": ("µs/dgram", "dgram/s"),
+                  "idle": ("KiB/conn", "conn/s")}
 
 
 def markdown(groups, impls, cfg, machine):
@@ -764,7 +862,8 @@ def markdown(groups, impls, cfg, machine):
         what = {"upload": f"upload, {human_bytes(cfg.bytes)} client -> target",
                 "download": f"download, {human_bytes(cfg.bytes)} target -> client",
                 "rr": f"rr, {cfg.rr_count} short connections",
-                "udp": f"udp, {cfg.udp_count} datagrams of {cfg.udp_size} bytes echoed"
+                "udp": f"udp, {cfg.udp_count} datagrams of {cfg.udp_size} bytes echoed",
+                "idle": f"idle, {cfg.idle_conns} connections held after one request each"
                 }[g["scenario"]]
         runs = ", ".join(f"{i}: {g['impls'][i]['runs']} run(s)" for i in impls)
         out.append(f"## {g['method']}, {what} ({runs})\n")
@@ -878,6 +977,8 @@ def parse_args(argv):
                         "carry more than 65452 (65507 less the Shadowsocks overhead)")
     p.add_argument("--udp-window", type=int, default=32,
                    help="datagrams in flight per client socket, at most (default: 32)")
+    p.add_argument("--idle-conns", type=int, default=1000,
+                   help="idle: connections held open (default 1000)")
     p.add_argument("--udp-clients", type=int, default=1,
                    help="client sockets, each its own UDP association (default: 1)")
     p.add_argument("--udp-loss-after", type=float, default=1.0,
@@ -940,6 +1041,10 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # idle holds one descriptor per connection here.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
     own_logdir = args.logdir is None
     logroot = tempfile.mkdtemp(prefix="ssbench-") if own_logdir else args.logdir
