@@ -785,6 +785,44 @@ def summarize(runs, impls, methods, scenarios, noise_limit):
     return groups
 
 
+def svg_chart(groups, impls):
+    """A bar chart (SVG text) of relays' CPU s/GB per method, upload and
+    download, one bar per implementation."""
+    rows = [g for g in groups if g["scenario"] in ("upload", "download")]
+    if not rows:
+        return None
+    colors = {"ours": "#2b6cb0", "ours-copy": "#68a0d8", "libev": "#c05621"}
+    vals = [g["impls"].get(i, {}).get("median", {}).get("total_cpu") for g in rows for i in impls]
+    top = max([v for v in vals if v] or [1.0])
+    bar, gap, left, height = 14, 10, 250, 18 * 0 + 40
+    group_h = bar * len(impls) + gap
+    width, scale = 760, 460 / top
+    h = height + group_h * len(rows) + 40
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<text x="10" y="20" font-size="14">Relays CPU seconds per GB (ss-tunnel + '
+           f'ss-server), lower is better</text>']
+    y = height
+    for g in rows:
+        out.append(f'<text x="10" y="{y + bar}">{g["method"]} {g["scenario"]}</text>')
+        for k, impl in enumerate(impls):
+            v = g["impls"].get(impl, {}).get("median", {}).get("total_cpu")
+            yy = y + k * bar
+            if v:
+                w = max(1, int(v * scale))
+                out.append(f'<rect x="{left}" y="{yy}" width="{w}" height="{bar - 2}" '
+                           f'fill="{colors.get(impl, "#888")}"/>')
+                out.append(f'<text x="{left + w + 4}" y="{yy + bar - 4}">{v:.2f}</text>')
+        y += group_h
+    for k, impl in enumerate(impls):
+        x = left + k * 120
+        out.append(f'<rect x="{x}" y="{y + 10}" width="12" height="12" '
+                   f'fill="{colors.get(impl, "#888")}"/>')
+        out.append(f'<text x="{x + 16}" y="{y + 21}">{impl}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def pin_text(pin):
     if not pin:
         return "none"
@@ -1007,6 +1045,8 @@ def parse_args(argv):
     p.add_argument("--ssload", help="the ssload binary (default: found in the build, or built)")
     p.add_argument("--json", metavar="FILE", help="write every run and the summary as JSON")
     p.add_argument("--markdown", metavar="FILE", help="also write the markdown report to FILE")
+    p.add_argument("--svg", metavar="FILE",
+                   help="also write a chart of CPU s/GB per method (upload, download) to FILE")
     p.add_argument("--logdir", help="keep each run's process logs here (default: a temporary "
                                     "directory, removed unless a run failed)")
     args = p.parse_args(argv)
@@ -1124,6 +1164,11 @@ def main(argv):
         if args.markdown:
             with open(args.markdown, "w") as f:
                 f.write(report + "\n")
+        if args.svg:
+            chart = svg_chart(groups, args.impl_names)
+            if chart:
+                with open(args.svg, "w") as f:
+                    f.write(chart)
         if args.json:
             config = {k: v for k, v in vars(args).items()
                       if k not in ("impl_names", "method_list", "scenario_list", "pin")}
