@@ -29,6 +29,7 @@ uint8_t *ss_conn_buf(ss_conn_t *c, int d)
 		/* The pool holds two buffers per slot, so this cannot fail. */
 		if (!dir->buf)
 			abort();
+		dir->iov = (struct iovec *)(dir->buf + SS_RELAY_BUF_SIZE);
 	}
 	return dir->buf;
 }
@@ -40,6 +41,7 @@ void ss_conn_buf_release(ss_conn_t *c, int d)
 	if (dir->buf) {
 		ss_pool_put(&c->inst->bufs, dir->buf);
 		dir->buf = NULL;
+		dir->iov = NULL;
 	}
 	dir->rpos = dir->rend = dir->keep = 0;
 	dir->lead = 0;
@@ -297,6 +299,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 		bool encode = inst->ops->client ? d == SS_IN : d == SS_OUT;
 		dir->xf = inst->plain ? SS_XF_COPY : encode ? SS_XF_ENCODE : SS_XF_DECODE;
 		dir->buf = NULL;
+		dir->iov = NULL;
 		dir->keep = dir->rpos = dir->rend = 0;
 		dir->lead = 0;
 		dir->iov_n = dir->iov_i = 0;

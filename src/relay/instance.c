@@ -315,7 +315,7 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 
 	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t) + 2 * ss_conn_codec_size(inst),
 			 max_conns) < 0 ||
-	    ss_pool_init(&inst->bufs, SS_RELAY_BUF_SIZE, 2 * max_conns) < 0) {
+	    ss_pool_init(&inst->bufs, SS_LEASE_SIZE, 2 * max_conns) < 0) {
 		snprintf(err, errlen, "cannot reserve memory for %zu connections", max_conns);
 		rc = -ENOMEM;
 		goto fail;

@@ -54,17 +54,31 @@ static int pump_seal(ss_conn_t *c, ss_dir_t *dir, size_t total)
 	return SS_OK;
 }
 
-/* SIP022: seals the n plaintext bytes at SS_2022_OFF in place. The first
- * unit of a client is the request header carrying them (or padding alone
- * when n is 0); a server's is the response header, bound to the request's
- * salt, with them as its first chunk; every later unit is a chunk. */
-static int pump_seal_2022(ss_conn_t *c, ss_dir_t *dir, size_t n)
+/* SIP022: how many plaintext bytes the first slot takes. A request header
+ * carries its payload inside a variable header of at most 0xFFFF bytes,
+ * after the address and the padding length. */
+static size_t pump_slot0_2022(ss_conn_t *c, const ss_dir_t *dir)
+{
+	uint8_t addr[SS_ADDR_MAX_ENCODED];
+
+	if (dir->started || !c->inst->ops->client)
+		return SS_2022_MAX_PAYLOAD;
+	return SS_2022_MAX_PAYLOAD - 2 - ss_addr_encode(&c->target, addr, sizeof(addr));
+}
+
+/* SIP022: seals the total plaintext bytes laid out in the chunk slots (the
+ * first at SS_2022_OFF) in place. The first unit of a client is the request
+ * header carrying the first slot (or padding alone when total is 0); a
+ * server's is the response header, bound to the request's salt, with the
+ * first slot as its first chunk; every other unit is a chunk. */
+static int pump_seal_2022(ss_conn_t *c, ss_dir_t *dir, size_t total)
 {
 	const ss_config_t *cfg = c->inst->cfg;
 	ss_2022_stream_t *s = dir->v2;
 	uint8_t *payload = dir->buf + SS_2022_OFF, *start;
 	uint64_t now = (uint64_t)ev_now(c->inst->loop);
-	size_t len;
+	size_t slot0 = pump_slot0_2022(c, dir);
+	size_t n = total < slot0 ? total : slot0, len;
 
 	if (dir->started) {
 		start = payload - SS_2022_CHUNK_HDR;
@@ -99,6 +113,24 @@ static int pump_seal_2022(ss_conn_t *c, ss_dir_t *dir, size_t n)
 	dir->iov[0] = (struct iovec){start, len};
 	dir->iov_i = 0;
 	dir->iov_n = 1;
+	total -= n;
+	/* The other slots are whole chunks, back to back; a request's first
+	 * slot is shorter, so they may start after a gap: a second piece. */
+	uint8_t *run = payload + SS_2022_STRIDE - SS_2022_CHUNK_HDR, *end = run;
+	for (size_t k = 1; total; k++) {
+		size_t m = total < SS_2022_MAX_PAYLOAD ? total : SS_2022_MAX_PAYLOAD;
+		uint8_t *chunk = payload + k * SS_2022_STRIDE - SS_2022_CHUNK_HDR;
+		if (ss_2022_enc_chunk(s, chunk, m) < 0)
+			return SS_ERR;
+		end = chunk + m + SS_2022_CHUNK_OVERHEAD;
+		total -= m;
+	}
+	if (end != run) {
+		if (start + len == run)
+			dir->iov[0].iov_len += (size_t)(end - run);
+		else
+			dir->iov[dir->iov_n++] = (struct iovec){run, (size_t)(end - run)};
+	}
 	return SS_OK;
 }
 
@@ -215,20 +247,6 @@ static int pump_after_flush(ss_conn_t *c, int d)
 	return SS_AGAIN;
 }
 
-/* SIP022: how many more plaintext bytes the next unit takes. A request
- * header carries its payload inside a variable header of at most 0xFFFF
- * bytes, after the address and the padding length. */
-static size_t pump_room_2022(ss_conn_t *c, const ss_dir_t *dir)
-{
-	size_t max = SS_2022_MAX_PAYLOAD;
-
-	if (dir->hdr_pending) {
-		uint8_t addr[SS_ADDR_MAX_ENCODED];
-		max -= 2 + ss_addr_encode(&c->target, addr, sizeof(addr));
-	}
-	return max - dir->lead;
-}
-
 /* Reads once from the source and transforms. SS_OK: output may be pending
  * (or EOF was seen); SS_AGAIN: nothing to read now; SS_ERR: socket error. */
 static int pump_fill(ss_conn_t *c, int d)
@@ -240,7 +258,14 @@ static int pump_fill(ss_conn_t *c, int d)
 
 	do {
 		if (dir->xf == SS_XF_ENCODE && c->inst->sip022) {
-			n = read(fd, buf + SS_2022_OFF + dir->lead, pump_room_2022(c, dir));
+			struct iovec iov[SS_2022_CHUNKS];
+			uint8_t *base = buf + SS_2022_OFF;
+			for (int k = 0; k < SS_2022_CHUNKS; k++)
+				iov[k] =
+				    (struct iovec){base + k * SS_2022_STRIDE, SS_2022_MAX_PAYLOAD};
+			iov[0].iov_base = base + dir->lead;
+			iov[0].iov_len = pump_slot0_2022(c, dir) - dir->lead;
+			n = readv(fd, iov, SS_2022_CHUNKS);
 		} else if (dir->xf == SS_XF_ENCODE) {
 			struct iovec iov[SS_ENC_CHUNKS];
 			uint8_t *base = buf + SS_ENC_OFF + SS_AEAD_CHUNK_HDR;
