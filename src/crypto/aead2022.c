@@ -196,11 +196,28 @@ int ss_2022_stream_init(ss_2022_stream_t *s, const ss_method_t *m, const ss_cryp
 		return -EINVAL;
 	s->method = m;
 	s->be = be;
+	/* The AES state for identity headers waits for a stream that carries
+	 * them: most do not (responses, single-user servers and clients). */
 	rc = be->aead_init(&s->aead, m->alg);
-	if (rc == 0 && ss_method_has_identity(m))
-		rc = be->aes_init(&s->aes);
 	if (rc != 0)
 		ss_2022_stream_free(s);
+	return rc;
+}
+
+static int stream_aes(ss_2022_stream_t *s)
+{
+	int rc;
+
+	if (s->aes)
+		return 0;
+	s->aes = malloc(sizeof(*s->aes));
+	if (!s->aes)
+		return -ENOMEM;
+	rc = s->be->aes_init(s->aes);
+	if (rc != 0) {
+		free(s->aes);
+		s->aes = NULL;
+	}
 	return rc;
 }
 
@@ -208,7 +225,8 @@ void ss_2022_stream_reset(ss_2022_stream_t *s)
 {
 	if (s->be) {
 		s->be->aead_wipe(&s->aead);
-		s->be->aes_wipe(&s->aes);
+		if (s->aes)
+			s->be->aes_wipe(s->aes);
 	}
 	ss_wipe(s->nonce, sizeof(s->nonce));
 	ss_wipe(s->salt, sizeof(s->salt));
@@ -231,7 +249,11 @@ void ss_2022_stream_free(ss_2022_stream_t *s)
 		return;
 	ss_2022_stream_reset(s);
 	s->be->aead_free(&s->aead);
-	s->be->aes_free(&s->aes);
+	if (s->aes) {
+		s->be->aes_free(s->aes);
+		free(s->aes);
+		s->aes = NULL;
+	}
 	s->be = NULL;
 }
 
@@ -278,19 +300,20 @@ static int write_identities(ss_2022_stream_t *s, const ss_psk_list_t *psks, uint
 {
 	const ss_method_t *m = s->method;
 	uint8_t subkey[SS_MAX_KEY_LEN];
-	int rc = 0;
+	int rc = psks->n > 1 ? stream_aes(s) : 0;
 
 	for (size_t i = 0; i + 1 < psks->n && rc == 0; i++) {
 		uint8_t *block = out + i * SS_2022_IDENTITY_LEN;
 
 		derive(identity_ctx, m, psks->keys[i], s->salt, m->salt_len, subkey);
 		ss_2022_psk_hash(m, psks->keys[i + 1], block);
-		rc = s->be->aes_setkey(&s->aes, subkey, m->key_len);
+		rc = s->be->aes_setkey(s->aes, subkey, m->key_len);
 		if (rc == 0)
-			rc = s->be->aes_encrypt(&s->aes, block, block);
+			rc = s->be->aes_encrypt(s->aes, block, block);
 	}
 	ss_wipe(subkey, sizeof(subkey));
-	s->be->aes_wipe(&s->aes);
+	if (s->aes)
+		s->be->aes_wipe(s->aes);
 	return rc;
 }
 
@@ -461,10 +484,13 @@ static long dec_first(ss_2022_stream_t *s, uint8_t *buf, size_t len, uint64_t no
 		int rc;
 
 		derive(identity_ctx, m, s->key, s->salt, m->salt_len, subkey);
-		rc = s->be->aes_setkey(&s->aes, subkey, m->key_len);
+		rc = stream_aes(s);
 		if (rc == 0)
-			rc = s->be->aes_decrypt(&s->aes, buf + m->salt_len, hash);
-		s->be->aes_wipe(&s->aes);
+			rc = s->be->aes_setkey(s->aes, subkey, m->key_len);
+		if (rc == 0)
+			rc = s->be->aes_decrypt(s->aes, buf + m->salt_len, hash);
+		if (s->aes)
+			s->be->aes_wipe(s->aes);
 		ss_wipe(subkey, sizeof(subkey));
 		s->user = rc == 0 ? ss_2022_users_find(s->users, hash) : NULL;
 		if (!s->user) {

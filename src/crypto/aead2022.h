@@ -116,7 +116,10 @@ typedef struct ss_2022_stream {
 	const ss_method_t *method;
 	const ss_crypto_backend_t *be;
 	ss_aead_t aead;
-	ss_aes_block_t aes; /* identity headers, AES methods only */
+	/* Identity headers: made on the first stream of the slot that carries
+	 * them (most do not: responses, single-user servers and clients), so
+	 * the others hold a pointer instead of the state. */
+	ss_aes_block_t *aes;
 	uint8_t nonce[SS_AEAD_MAX_NONCE_LEN];
 	uint8_t salt[SS_MAX_SALT_LEN];     /* this direction's salt, once known */
 	uint8_t req_salt[SS_MAX_SALT_LEN]; /* response streams: the request's salt */
