@@ -83,12 +83,15 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	}
 	if (cfg.pid_file[0]) {
 		rc = ss_proc_daemonize(cfg.pid_file, err, sizeof(err));
-		if (rc < 0) {
-			ss_err("%s", err);
-			return 1;
+		if (rc != 0) {
+			/* The foreground part (or a failed fork) lets go of what the
+			 * daemon now holds on its own. */
+			if (rc < 0)
+				ss_err("%s", err);
+			ss_instance_destroy(inst);
+			ss_config_clear(&cfg);
+			return rc < 0 ? 1 : 0;
 		}
-		if (rc > 0)
-			return 0;
 		ev_loop_fork(loop);
 	}
 	if (cfg.user[0] && ss_proc_drop_user(cfg.user, err, sizeof(err)) < 0) {
