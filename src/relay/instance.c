@@ -289,8 +289,6 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->loop = loop;
 	inst->sip022 = cfg->method->kind == SS_METHOD_2022;
 	inst->plain = cfg->method->kind == SS_METHOD_NONE;
-	inst->splice_ok =
-	    ss_splice_supported() && ss_pipe_pool_init(&inst->pipes, NULL, SPLICE_PIPES) == 0;
 	/* Silently running without a requested plugin would be worse than
 	 * not starting. */
 	if (cfg->plugin[0]) {
@@ -298,6 +296,8 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 		free(inst);
 		return -ENOTSUP;
 	}
+	inst->splice_ok =
+	    ss_splice_supported() && ss_pipe_pool_init(&inst->pipes, NULL, SPLICE_PIPES) == 0;
 	inst->be = ss_crypto_default();
 	inst->ops = cfg->prog == SS_PROG_SERVER   ? &ss_hs_server
 		    : cfg->prog == SS_PROG_TUNNEL ? &ss_hs_tunnel
