@@ -305,7 +305,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 		dir->iov_n = dir->iov_i = 0;
 		dir->outq = UINT32_MAX;
 		dir->started = dir->eof = dir->shut = dir->hdr_pending = false;
-		dir->splice = dir->copy_once = false;
+		dir->splice = dir->copy_once = dir->drained = false;
 		dir->bytes = dir->spliced = 0;
 		ss_splice_init(&dir->sp, NULL);
 	}

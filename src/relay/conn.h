@@ -83,6 +83,7 @@ typedef struct ss_dir {
 	bool hdr_pending;  /* ENCODE, clients: the request header is still to go */
 	bool splice;       /* COPY between two TCP sockets: moved with splice(2) */
 	bool copy_once;    /* splicing, but the next read goes through user space */
+	bool drained;      /* the last read emptied the source: wait for the watcher */
 	bool eof;          /* source reached EOF */
 	bool shut;         /* SHUT_WR done on the sink */
 	struct iovec *iov; /* pending output, at the end of buf; NULL without buf */

@@ -254,6 +254,7 @@ static int pump_fill(ss_conn_t *c, int d)
 	ss_dir_t *dir = &c->dir[d];
 	int fd = c->side[d].fd;
 	uint8_t *buf = ss_conn_buf(c, d);
+	size_t want = 0; /* what the read asked for; 0: a pipe drain */
 	ssize_t n;
 
 	do {
@@ -265,6 +266,7 @@ static int pump_fill(ss_conn_t *c, int d)
 				    (struct iovec){base + k * SS_2022_STRIDE, SS_2022_MAX_PAYLOAD};
 			iov[0].iov_base = base + dir->lead;
 			iov[0].iov_len = pump_slot0_2022(c, dir) - dir->lead;
+			want = iov[0].iov_len + (SS_2022_CHUNKS - 1) * (size_t)SS_2022_MAX_PAYLOAD;
 			n = readv(fd, iov, SS_2022_CHUNKS);
 		} else if (dir->xf == SS_XF_ENCODE) {
 			struct iovec iov[SS_ENC_CHUNKS];
@@ -274,9 +276,11 @@ static int pump_fill(ss_conn_t *c, int d)
 				    (struct iovec){base + k * SS_CHUNK_STRIDE, SS_AEAD_MAX_PAYLOAD};
 			iov[0].iov_base = base + dir->lead;
 			iov[0].iov_len -= dir->lead;
+			want = SS_ENC_CHUNKS * (size_t)SS_AEAD_MAX_PAYLOAD - dir->lead;
 			n = readv(fd, iov, SS_ENC_CHUNKS);
 		} else if (dir->xf == SS_XF_DECODE) {
-			n = read(fd, buf + dir->rend, SS_RELAY_BUF_SIZE - dir->rend);
+			want = SS_RELAY_BUF_SIZE - dir->rend;
+			n = read(fd, buf + dir->rend, want);
 		} else if (dir->sp.in_pipe) {
 			/* Splicing fell back: what it took from the source goes
 			 * first. */
@@ -286,9 +290,13 @@ static int pump_fill(ss_conn_t *c, int d)
 				n = -1;
 			}
 		} else {
-			n = read(fd, buf + dir->lead, SS_RELAY_BUF_SIZE - dir->lead);
+			want = SS_RELAY_BUF_SIZE - dir->lead;
+			n = read(fd, buf + dir->lead, want);
 		}
 	} while (n < 0 && errno == EINTR);
+	/* A stream socket that gave less than asked was emptied: the next read
+	 * would only say EAGAIN, so the pump waits for the watcher instead. */
+	dir->drained = n > 0 && (size_t)n < want;
 
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
@@ -460,6 +468,12 @@ void ss_pump(ss_conn_t *c, int d)
 			/* With the header out, splicing can take over. */
 			if (r == SS_OK || pump_splicing(dir))
 				continue;
+			if (dir->drained && !dir->eof) {
+				dir->drained = false;
+				ss_conn_want(c, dst, EV_WRITE, false);
+				ss_conn_want(c, src, EV_READ, true);
+				return;
+			}
 		}
 		ss_conn_want(c, dst, EV_WRITE, false);
 		if (dir->eof) {
