@@ -30,6 +30,18 @@ uint64_t ss_udp2022_new_id(void)
 	return id;
 }
 
+/* a takes the session a packet was just opened with on the scratch state,
+ * with a fresh window holding that packet's id. */
+static void udp2022_adopt(ss_udp_relay_t *u, ss_udp_assoc_t *a, uint64_t packet_id)
+{
+	ss_2022_udp_session_t t = a->rx;
+
+	a->rx = u->scratch;
+	u->scratch = t;
+	ss_window_reset(&a->window);
+	ss_window_commit(&a->window, packet_id);
+}
+
 /* Opens the body of p with the peer session of a, or, for a session a does
  * not know yet, with the scratch state, which then becomes a's. The window
  * is checked before and committed after. NULL on success, else why not. */
@@ -41,19 +53,16 @@ static const char *udp2022_open(ss_udp_relay_t *u, ss_udp_assoc_t *a, bool known
 			return "packet id replayed or too old";
 		if (ss_2022_udp_open_body(&u->u22, &a->rx, p, udp2022_now(u)) != SS_OK)
 			return ss_2022_strerror(p->err);
-	} else {
-		if (ss_2022_udp_session_start(&u->u22, &u->scratch, p->session_id, p->user) < 0 ||
-		    ss_2022_udp_open_body(&u->u22, &u->scratch, p, udp2022_now(u)) != SS_OK)
-			return ss_2022_strerror(p->err);
-		if (!a)
-			return NULL; /* the caller makes the association and adopts it */
-		ss_2022_udp_session_t t = a->rx;
-		a->rx = u->scratch;
-		u->scratch = t;
-		ss_window_reset(&a->window);
-	}
-	if (a)
 		ss_window_commit(&a->window, p->packet_id);
+		return NULL;
+	}
+	if (ss_2022_udp_session_start(&u->u22, &u->scratch, p->session_id, p->user) < 0 ||
+	    ss_2022_udp_open_body(&u->u22, &u->scratch, p, udp2022_now(u)) != SS_OK)
+		return ss_2022_strerror(p->err);
+	/* Without a (a server's new session) the caller adopts it once the
+	 * association is made. */
+	if (a)
+		udp2022_adopt(u, a, p->packet_id);
 	return NULL;
 }
 
@@ -133,12 +142,7 @@ const char *ss_udp2022_open_request(ss_udp_relay_t *u, ss_udp_listener_t *l,
 		if (!a ||
 		    ss_2022_udp_session_start(&u->u22, &a->tx, ss_udp2022_new_id(), p.user) < 0)
 			return "no association";
-		/* It adopts the session the packet was opened with. */
-		ss_2022_udp_session_t t = a->rx;
-		a->rx = u->scratch;
-		u->scratch = t;
-		ss_window_reset(&a->window);
-		ss_window_commit(&a->window, p.packet_id);
+		udp2022_adopt(u, a, p.packet_id);
 		if (p.user && ss_log_enabled(SS_LOG_INFO)) {
 			char peer[SS_ADDR_STRLEN];
 			ss_info(
