@@ -8,12 +8,16 @@ back and come out again), then the count is taken, 200 TCP connections and
 2,000 datagrams go through, and the count is taken again: it must not move.
 
 Traffic per round: TCP through ss-tunnel (ssload rr) and through ss-local to
-the name "localhost", which ss-server resolves itself; UDP through ss-tunnel
-(ssload udp-send) and through ss-local's SOCKS5 UDP ASSOCIATE."""
+the name "target.test", which ss-server resolves itself with c-ares from a
+DNS responder on loopback (every lookup goes through c-ares); UDP through
+ss-tunnel (ssload udp-send) and through ss-local's SOCKS5 UDP ASSOCIATE."""
 
 import os
 import signal
+import socket
+import struct
 import subprocess
+import threading
 import time
 
 import pytest
@@ -43,6 +47,44 @@ def ssload():
     if not os.access(path, os.X_OK):
         pytest.fail("ssload is missing: %r" % path, pytrace=False)
     return path
+
+
+class Dns:
+    """Answers every A query with 127.0.0.1 and every other with no record,
+    on a loopback UDP port (TTL 0, so nothing is cached between lookups)."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((sslib.LOOPBACK4, 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.queries = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop.is_set():
+            try:
+                q, peer = self.sock.recvfrom(512)
+            except socket.timeout:
+                continue
+            end = 12
+            while end < len(q) and q[end]:
+                end += q[end] + 1
+            question = q[12:end + 5]
+            qtype = struct.unpack("!H", q[end + 1:end + 3])[0] if end + 3 <= len(q) else 0
+            self.queries += 1
+            answers = b""
+            if qtype == 1:
+                answers = struct.pack("!HHHIH4s", 0xC00C, 1, 1, 0, 4, bytes([127, 0, 0, 1]))
+            head = q[:2] + struct.pack("!HHHHH", 0x8180, 1, 1 if answers else 0, 0, 0)
+            self.sock.sendto(head + question + answers, peer)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
 
 
 class Counted:
@@ -87,7 +129,7 @@ def traffic(ssload, tunnel, local, sink_port, uecho, conns, datagrams, parallel)
     run_ssload(ssload, ["rr", "--connect", "%s:%d" % tunnel.addr, "--count", str(conns // 2),
                         "--size", "512", "--conns", str(parallel), "--timeout", "30"])
     for _ in range(conns // 2 // parallel):
-        socks = [sslib.socks5_connect(local.addr, "localhost", sink_port, timeout=T(5))
+        socks = [sslib.socks5_connect(local.addr, "target.test", sink_port, timeout=T(5))
                  for _ in range(parallel)]
         for s in socks:
             sslib.small_exchange(s, 300)
@@ -102,12 +144,15 @@ def traffic(ssload, tunnel, local, sink_port, uecho, conns, datagrams, parallel)
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_no_allocations_in_steady_state(ss, tmp_path, shim, ssload, echo, method):
+def test_no_allocations_in_steady_state(request, ss, tmp_path, shim, ssload, echo, method):
     password = "" if method == "none" else None
     progs = {}
+    dns = Dns()
+    request.addfinalizer(dns.close)
     env, rep = counted_env(shim, tmp_path, "ss-server")
     server = ss.server(method=method, password=password, env=env,
-                       extra=["-u", "--udp-timeout", str(UDP_TIMEOUT)])
+                       extra=["-u", "--udp-timeout", str(UDP_TIMEOUT),
+                              "-d", "%s:%d" % (sslib.LOOPBACK4, dns.port)])
     progs["ss-server"] = Counted(server.program, rep)
     with ssudp.UdpEcho() as uecho:
         env, rep = counted_env(shim, tmp_path, "ss-tunnel")
@@ -132,6 +177,8 @@ def test_no_allocations_in_steady_state(ss, tmp_path, shim, ssload, echo, method
             after = {name: c.sample() for name, c in progs.items()}
         finally:
             uecho_tunnel.close()
+    assert dns.queries >= TCP_CONNS // 2, "ss-server did not ask the DNS responder (%d)" % (
+        dns.queries)
     grew = {name: after[name] - before[name] for name in progs if after[name] != before[name]}
     assert not grew, "%s: heap allocations during %d connections and %d datagrams: %s" % (
         method, TCP_CONNS, DATAGRAMS, grew)
