@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "proto/acl.h"
+#include "testutil.h"
 
 static char err[512];
 
@@ -307,7 +308,8 @@ static void test_errors(void **state)
 static void test_load_file(void **state)
 {
 	(void)state;
-	char path[] = "/tmp/ss_acl_test_XXXXXX";
+	char path[128];
+	tmp_template(path, sizeof(path), "ss_acl_test");
 	int fd = mkstemp(path);
 	ss_acl_t *acl = NULL;
 	const char *text = "[bypass_all]\n[proxy_list]\n||example.com\n";

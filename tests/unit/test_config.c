@@ -13,6 +13,7 @@
 
 #include "config/config.h"
 #include "crypto/method.h"
+#include "testutil.h"
 
 /* Base64 of the 16 bytes 1..16, 17..32 and 33..48. */
 #define K16_1 "AQIDBAUGBwgJCgsMDQ4PEA=="
@@ -107,7 +108,7 @@ static void expect_key_from_password(const char *method, const char *password)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_config.XXXXXX");
+	tmp_template(tmpdir, sizeof(tmpdir), "test_config");
 	return mkdtemp(tmpdir) == NULL ? -1 : 0;
 }
 

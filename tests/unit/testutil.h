@@ -5,10 +5,19 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "crypto/primitives.h"
 #include "util/result.h"
+
+/* A mkstemp/mkdtemp template for name in $TMPDIR (else /tmp). */
+static inline void tmp_template(char *out, size_t len, const char *name)
+{
+	const char *dir = getenv("TMPDIR");
+
+	snprintf(out, len, "%s/%s.XXXXXX", dir && dir[0] ? dir : "/tmp", name);
+}
 
 /* Every crypto backend this build has, for tests that run on each. */
 static const ss_crypto_backend_t *const backends[] = {
