@@ -120,12 +120,26 @@ def human_bytes(n):
     return f"{n} B"
 
 
-def proc_cpu(pid):
-    """utime + stime of a process (all its threads), in seconds."""
+def proc_times(pid):
+    """(utime, stime) of a process (all its threads), in seconds."""
     with open(f"/proc/{pid}/stat") as f:
         data = f.read()
     fields = data[data.rindex(")") + 2 :].split()  # fields[0] is field 3 (state)
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
+def proc_cpu(pid):
+    """utime + stime of a process (all its threads), in seconds."""
+    return sum(proc_times(pid))
+
+
+def relays_times(relays):
+    return {name: proc_times(p.pid) for name, p in relays.items()}
+
+
+def user_seconds(t0, t1):
+    """User-space CPU seconds of each relay between two relays_times() samples."""
+    return {name: t1[name][0] - t0[name][0] for name in t0}
 
 
 def proc_status_kb(pid, key):
@@ -400,14 +414,14 @@ def run_udp_once(impl, method, cfg, logdir):
                        udp_ports=[server_port, tunnel_port])
         time.sleep(cfg.settle)
 
-        cpu0 = {name: proc_cpu(p.pid) for name, p in relays.items()}
+        t0 = relays_times(relays)
         client = run_client(
             [cfg.ssload, "udp-send", "--connect", f"{LOOPBACK}:{tunnel_port}",
              "--count", str(cfg.udp_count), "--size", str(cfg.udp_size),
              "--window", str(cfg.udp_window), "--clients", str(cfg.udp_clients),
              "--loss-after", str(cfg.udp_loss_after), "--timeout", str(cfg.timeout)],
             cfg, logdir)
-        cpu1 = {name: proc_cpu(p.pid) for name, p in relays.items()}
+        t1 = relays_times(relays)
         hwm = {name: proc_status_kb(p.pid, "VmHWM") for name, p in relays.items()}
         for name, p in relays.items():
             if p.poll() is not None:
@@ -437,7 +451,7 @@ def run_udp_once(impl, method, cfg, logdir):
             raise BenchError(f"{client['lost']} of {cfg.udp_count} datagrams lost "
                              f"({summary['rx']} reached the target)")
 
-        cpu = {name: cpu1[name] - cpu0[name] for name in relays}
+        cpu = {name: sum(t1[name]) - sum(t0[name]) for name in relays}
         tool_cpu = (client["cpu_user"] + client["cpu_sys"] + summary["cpu_user"] +
                     summary["cpu_sys"])
         return {
@@ -446,6 +460,7 @@ def run_udp_once(impl, method, cfg, logdir):
             "scenario": "udp",
             "seconds": client["seconds"],
             "cpu_s": cpu,
+            "user_s": user_seconds(t0, t1),
             "hwm_kib": hwm,
             "tool_cpu_s": tool_cpu,
             "datagrams": cfg.udp_count,
@@ -598,7 +613,7 @@ def run_once(impl, method, scenario, cfg, logdir):
         wait_listening([server_port, tunnel_port], relays, 10)
         time.sleep(cfg.settle)
 
-        cpu0 = {name: proc_cpu(p.pid) for name, p in relays.items()}
+        t0 = relays_times(relays)
         argv = [cfg.ssload] + client_argv[:1] + ["--connect", f"{LOOPBACK}:{tunnel_port}"]
         argv += client_argv[1:]
         client = run_client(argv, cfg, logdir)
@@ -620,7 +635,7 @@ def run_once(impl, method, scenario, cfg, logdir):
         for line in sink_out[0].decode(errors="replace").splitlines():
             if '"summary"' in line:
                 summary = json.loads(line)
-        cpu1 = {name: proc_cpu(p.pid) for name, p in relays.items()}
+        t1 = relays_times(relays)
         hwm = {name: proc_status_kb(p.pid, "VmHWM") for name, p in relays.items()}
         for name, p in relays.items():
             if p.poll() is not None:
@@ -642,7 +657,7 @@ def run_once(impl, method, scenario, cfg, logdir):
             raise BenchError(f"{client['ok_conns']} of {cfg.rr_count} connections succeeded")
 
         wall = max(client["t_end"], summary["t_last"]) - client["t_start"]
-        cpu = {name: cpu1[name] - cpu0[name] for name in relays}
+        cpu = {name: sum(t1[name]) - sum(t0[name]) for name in relays}
         tool_cpu = (client["cpu_user"] + client["cpu_sys"] + summary["cpu_user"] +
                     summary["cpu_sys"])
         run = {
@@ -651,6 +666,7 @@ def run_once(impl, method, scenario, cfg, logdir):
             "scenario": scenario,
             "seconds": wall,
             "cpu_s": cpu,
+            "user_s": user_seconds(t0, t1),
             "hwm_kib": hwm,
             "tool_cpu_s": tool_cpu,
         }
@@ -698,6 +714,8 @@ def figures(run):
         gb = run["bytes"] / GB
         f.update(tunnel_cpu=cpu["ss-tunnel"] / gb, server_cpu=cpu["ss-server"] / gb,
                  total_cpu=total / gb, rate=run["mb_per_s"], tool_cpu=run["tool_cpu_s"] / gb)
+    if "user_s" in run and total > 0:
+        f["user_share"] = 100 * sum(run["user_s"].values()) / total
     return f
 
 
@@ -716,6 +734,8 @@ def figure_labels(scenario):
         ("total_cpu", f"**relays {cpu}** (tunnel + server)"),
         ("rate", rate),
     ]
+    if scenario != "idle":
+        labels += [("user_share", "share of relays CPU in user space %")]
     if scenario in ("rr", "udp"):
         labels += [("latency_p50", "latency p50 µs"), ("latency_p99", "latency p99 µs")]
     if scenario == "udp":
