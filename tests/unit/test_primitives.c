@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -14,7 +16,6 @@
 
 #include "crypto/primitives.h"
 #include "util/result.h"
-
 
 typedef struct {
 	const char *name;
@@ -520,13 +521,52 @@ static void test_helpers(void **state)
 #endif
 }
 
+/* Salts come from a pooled page of kernel randomness: draws never repeat,
+ * across refills too, and a forked child never hands out its parent's
+ * bytes (the page is wiped in the child). */
+static void test_random_pool(void **state)
+{
+	enum { N = 400, L = 32 };
+	static uint8_t seen[N][L];
+	uint8_t big[1000], zero[sizeof(big)] = {0};
+	int fds[2];
+	(void)state;
+
+	for (int i = 0; i < N; i++) { /* about three pages' worth */
+		ss_random_bytes(seen[i], L);
+		for (int j = 0; j < i; j++)
+			assert_memory_not_equal(seen[i], seen[j], L);
+	}
+	ss_random_bytes(big, sizeof(big)); /* larger than a pooled draw */
+	assert_memory_not_equal(big, zero, sizeof(big));
+
+	for (int round = 0; round < 2; round++) {
+		uint8_t mine[L], child[L];
+		assert_int_equal(pipe(fds), 0);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			ss_random_bytes(child, L);
+			_exit(write(fds[1], child, L) == L ? 0 : 1);
+		}
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		assert_int_equal(read(fds[0], child, L), L);
+		close(fds[0]);
+		close(fds[1]);
+		ss_random_bytes(mine, L);
+		assert_memory_not_equal(mine, child, L);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_aead_kats),      cmocka_unit_test(test_hkdf_sha1),
 	    cmocka_unit_test(test_hkdf_cross),     cmocka_unit_test(test_differential),
 	    cmocka_unit_test(test_rekey_and_wipe), cmocka_unit_test(test_aes_block),
-	    cmocka_unit_test(test_helpers),
+	    cmocka_unit_test(test_helpers),        cmocka_unit_test(test_random_pool),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
