@@ -173,11 +173,17 @@ static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (side == SS_IN && w == &c->side[SS_IN].rio)
 			c->inst->ops->inbound(c);
 		break;
+	case SS_CONN_RESOLVING:
 	case SS_CONN_CONNECTING:
 		if (side == SS_OUT && w == &c->side[SS_OUT].wio) {
 			int err = ss_sock_error(c->side[SS_OUT].fd);
 			ev_io_stop(c->inst->loop, &c->side[SS_OUT].wio);
 			c->inst->ops->connected(c, err);
+		} else if (w == &c->side[SS_IN].rio) {
+			/* More from the client before the outbound side is
+			 * ready: it waits in the kernel. Stopping only now
+			 * spares the usual connection two epoll_ctl calls. */
+			ev_io_stop(c->inst->loop, w);
 		}
 		break;
 	case SS_CONN_STREAM:
@@ -422,16 +428,16 @@ void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len)
 		ss_conn_close(c, "target refused: in the ACL's outbound block list");
 		return;
 	}
-	/* The inbound side waits in the kernel until the outbound is ready. */
-	ss_conn_want(c, SS_IN, EV_READ, false);
 	fd = ss_sock_connect_tcp(sa, len, &inst->outopts);
 	if (fd < 0) {
 		inst->ops->connected(c, -fd);
 		return;
 	}
 	conn_side_init(c, SS_OUT, fd);
+	/* One timeout covers the name lookup and the connect after it. */
+	if (c->state != SS_CONN_RESOLVING)
+		c->deadline_connect = ev_now(inst->loop) + inst->connect_timeout;
 	c->state = SS_CONN_CONNECTING;
-	c->deadline_connect = ev_now(inst->loop) + inst->connect_timeout;
 	conn_arm_timer(c);
 	ss_conn_want(c, SS_OUT, EV_WRITE, true);
 }
@@ -469,7 +475,6 @@ void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a)
 		ss_conn_connect_sa(c, (struct sockaddr *)&ss, len);
 		return;
 	}
-	ss_conn_want(c, SS_IN, EV_READ, false);
 	c->state = SS_CONN_RESOLVING;
 	c->lookup_busy = true;
 	c->deadline_connect = ev_now(c->inst->loop) + c->inst->connect_timeout;
@@ -536,7 +541,6 @@ void ss_conn_connect_route(ss_conn_t *c)
 	}
 	d = ss_acl_match_target(inst->acl, &c->target);
 	if (d == SS_ACL_UNDECIDED && c->target.atyp == SS_ATYP_DOMAIN && inst->acl_by_addr) {
-		ss_conn_want(c, SS_IN, EV_READ, false);
 		c->state = SS_CONN_RESOLVING;
 		c->lookup_busy = true;
 		c->deadline_connect = ev_now(inst->loop) + inst->connect_timeout;
@@ -563,7 +567,9 @@ void ss_conn_stream(ss_conn_t *c)
 	ss_pump(c, SS_IN);
 	if (c->state != SS_CONN_STREAM)
 		return;
-	ss_pump(c, SS_OUT);
+	/* The outbound socket has only just connected, so a read now would
+	 * almost always say EAGAIN: its watcher reports the first bytes. */
+	ss_conn_want(c, SS_OUT, EV_READ, true);
 }
 
 void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n)

@@ -26,11 +26,15 @@ static bool server_read(ss_conn_t *c)
 {
 	ss_dir_t *dir = &c->dir[SS_IN];
 	uint8_t *buf = ss_conn_buf(c, SS_IN);
+	size_t want = SS_RELAY_BUF_SIZE - dir->rend;
 	ssize_t n;
 
 	do
-		n = read(c->side[SS_IN].fd, buf + dir->rend, SS_RELAY_BUF_SIZE - dir->rend);
+		n = read(c->side[SS_IN].fd, buf + dir->rend, want);
 	while (n < 0 && errno == EINTR);
+	/* A short read emptied the socket: once the first flight is written,
+	 * the pump waits for the watcher rather than read EAGAIN. */
+	dir->drained = n > 0 && (size_t)n < want;
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			ss_conn_close(c, "reading from the client failed");

@@ -14,10 +14,7 @@ ss-tunnel (ssload udp-send) and through ss-local's SOCKS5 UDP ASSOCIATE."""
 
 import os
 import signal
-import socket
-import struct
 import subprocess
-import threading
 import time
 
 import pytest
@@ -47,44 +44,6 @@ def ssload():
     if not os.access(path, os.X_OK):
         pytest.fail("ssload is missing: %r" % path, pytrace=False)
     return path
-
-
-class Dns:
-    """Answers every A query with 127.0.0.1 and every other with no record,
-    on a loopback UDP port (TTL 0, so nothing is cached between lookups)."""
-
-    def __init__(self):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind((sslib.LOOPBACK4, 0))
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.queries = 0
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        while not self.stop.is_set():
-            try:
-                q, peer = self.sock.recvfrom(512)
-            except socket.timeout:
-                continue
-            end = 12
-            while end < len(q) and q[end]:
-                end += q[end] + 1
-            question = q[12:end + 5]
-            qtype = struct.unpack("!H", q[end + 1:end + 3])[0] if end + 3 <= len(q) else 0
-            self.queries += 1
-            answers = b""
-            if qtype == 1:
-                answers = struct.pack("!HHHIH4s", 0xC00C, 1, 1, 0, 4, bytes([127, 0, 0, 1]))
-            head = q[:2] + struct.pack("!HHHHH", 0x8180, 1, 1 if answers else 0, 0, 0)
-            self.sock.sendto(head + question + answers, peer)
-
-    def close(self):
-        self.stop.set()
-        self.thread.join()
-        self.sock.close()
 
 
 class Counted:
@@ -147,7 +106,7 @@ def traffic(ssload, tunnel, local, sink_port, uecho, conns, datagrams, parallel)
 def test_no_allocations_in_steady_state(request, ss, tmp_path, shim, ssload, echo, method):
     password = "" if method == "none" else None
     progs = {}
-    dns = Dns()
+    dns = sslib.DnsResponder()
     request.addfinalizer(dns.close)
     env, rep = counted_env(shim, tmp_path, "ss-server")
     server = ss.server(method=method, password=password, env=env,

@@ -697,6 +697,66 @@ ATYP_IPV4, ATYP_DOMAIN, ATYP_IPV6 = 1, 3, 4
 CMD_CONNECT, CMD_BIND, CMD_UDP_ASSOCIATE = 1, 2, 3
 
 
+class DnsResponder:
+    """Answers every A query with 127.0.0.1 and every other with no record,
+    on a loopback UDP port (TTL 0, so nothing is cached between lookups),
+    each answer after `delay` seconds."""
+
+    def __init__(self, delay=0.0):
+        self.delay = delay
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((LOOPBACK4, 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.queries = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    @property
+    def addr(self):
+        return "%s:%d" % (LOOPBACK4, self.port)
+
+    def _run(self):
+        while not self.stop.is_set():
+            try:
+                q, peer = self.sock.recvfrom(512)
+            except socket.timeout:
+                continue
+            end = 12
+            while end < len(q) and q[end]:
+                end += q[end] + 1
+            question = q[12:end + 5]
+            qtype = struct.unpack("!H", q[end + 1:end + 3])[0] if end + 3 <= len(q) else 0
+            self.queries += 1
+            answers = b""
+            if qtype == 1:
+                answers = struct.pack("!HHHIH4s", 0xC00C, 1, 1, 0, 4, bytes([127, 0, 0, 1]))
+            head = q[:2] + struct.pack("!HHHHH", 0x8180, 1, 1 if answers else 0, 0, 0)
+            if self.delay:
+                threading.Timer(self.delay, self._answer, (head + question + answers,
+                                                           peer)).start()
+            else:
+                self._answer(head + question + answers, peer)
+
+    def _answer(self, data, peer):
+        try:
+            self.sock.sendto(data, peer)
+        except OSError:
+            pass  # closed meanwhile
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class SocksError(AssertionError):
     pass
 

@@ -122,3 +122,94 @@ def test_one_way_traffic_is_not_idle(ss, procs):
         finally:
             up.close()
             down.close()
+
+
+def _cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class UnansweredPort:
+    """A loopback port whose accept queue is full, so the kernel drops every
+    further SYN to it: a connect there waits until someone gives up."""
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind((sslib.LOOPBACK4, 0))
+        self.listener.listen(0)
+        self.addr = self.listener.getsockname()
+        self.fillers = []
+        for _ in range(3):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(self.addr)
+            self.fillers.append(s)
+        time.sleep(0.1)
+        probe = socket.socket()
+        probe.settimeout(0.5)
+        try:
+            probe.connect(self.addr)
+            answered = True
+        except (socket.timeout, OSError):
+            answered = False
+        finally:
+            probe.close()
+        assert not answered, "a full accept queue still took a connection"
+
+    def close(self):
+        for s in self.fillers + [self.listener]:
+            s.close()
+
+
+def test_lookup_and_connect_share_the_connect_timeout(ss):
+    """ss-server gives up on a target min(-t, 10) seconds after the request,
+    the name lookup included: a slow lookup does not restart the clock for
+    the connect that follows it."""
+    delay, connect_timeout = 3.5, 10
+    hole = UnansweredPort()
+    with sslib.DnsResponder(delay=delay) as dns:
+        try:
+            server = ss.server(timeout=14, extra=["-d", dns.addr])
+            tunnel = ss.tunnel(server, ("unanswered.test", hole.addr[1]))
+            sock = sslib.connect(*tunnel.addr)
+            try:
+                sock.sendall(b"hello")
+                t0 = time.monotonic()
+                state, data = sslib.wait_closed(sock, connect_timeout + delay + T(3))
+                took = time.monotonic() - t0
+            finally:
+                sock.close()
+        finally:
+            hole.close()
+    assert dns.queries >= 1, "ss-server did not ask the DNS responder"
+    assert data == b"" and state != "open", "still open after %.1f s (%s)" % (took, state)
+    # Both figures are timers, not work: a sanitizer build keeps them.
+    assert connect_timeout - 0.5 <= took < connect_timeout + 1.5, (
+        "closed %.1f s after the request; the lookup took %.1f s and the connect "
+        "timeout is %d s" % (took, delay, connect_timeout))
+
+
+def test_client_bytes_while_the_server_resolves(ss, echo):
+    """Bytes that reach ss-server while it still looks the target up wait in
+    the kernel: no busy loop on the readable socket, and all of them reach
+    the target, in order, once it is connected."""
+    delay = 0.8
+    pieces = [os.urandom(700) for _ in range(4)]
+    with sslib.DnsResponder(delay=delay) as dns:
+        server = ss.server(extra=["-d", dns.addr])
+        tunnel = ss.tunnel(server, ("echo.test", echo.addr[1]))
+        cpu0 = _cpu_seconds(server.program.pid)
+        sock = sslib.connect(*tunnel.addr)
+        try:
+            sock.settimeout(T(10))
+            for piece in pieces:
+                sock.sendall(piece)
+                time.sleep(delay / 5)
+            got = sslib.recv_exact(sock, sum(len(p) for p in pieces))
+        finally:
+            sock.close()
+        cpu = _cpu_seconds(server.program.pid) - cpu0
+    assert dns.queries >= 1, "ss-server did not ask the DNS responder"
+    assert got == b"".join(pieces)
+    assert cpu < 0.3, "ss-server spent %.2f s of CPU waiting %.1f s for a lookup" % (cpu, delay)
