@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #define HOSTS_FILE_MAX (4u << 20) /* larger files are read this far */
 
@@ -96,9 +97,19 @@ int ss_hosts_parse(ss_hosts_t *h, const char *text, size_t len, size_t max)
 	return 0;
 }
 
+static void hosts_mark(ss_hosts_t *h, const struct stat *st)
+{
+	h->present = st != NULL;
+	h->dev = st ? st->st_dev : 0;
+	h->ino = st ? st->st_ino : 0;
+	h->size = st ? st->st_size : 0;
+	h->mtime = st ? st->st_mtim : (struct timespec){0, 0};
+}
+
 int ss_hosts_load(ss_hosts_t *h, const char *path, size_t max)
 {
 	FILE *f = fopen(path, "re");
+	struct stat st;
 	char *buf;
 	size_t n;
 	int rc;
@@ -106,6 +117,11 @@ int ss_hosts_load(ss_hosts_t *h, const char *path, size_t max)
 	memset(h, 0, sizeof(*h));
 	if (!f)
 		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fileno(f), &st) < 0) {
+		rc = -errno;
+		fclose(f);
+		return rc;
+	}
 	buf = malloc(HOSTS_FILE_MAX);
 	if (!buf) {
 		fclose(f);
@@ -115,7 +131,29 @@ int ss_hosts_load(ss_hosts_t *h, const char *path, size_t max)
 	rc = ferror(f) ? -EIO : ss_hosts_parse(h, buf, n, max);
 	free(buf);
 	fclose(f);
+	if (rc == 0)
+		hosts_mark(h, &st);
 	return rc;
+}
+
+bool ss_hosts_refresh(ss_hosts_t *h, const char *path, size_t max)
+{
+	struct stat st;
+	bool present = stat(path, &st) == 0;
+	ss_hosts_t fresh;
+
+	if (!present && errno != ENOENT)
+		return false; /* cannot tell: keep what we have */
+	if (present == h->present &&
+	    (!present ||
+	     (st.st_dev == h->dev && st.st_ino == h->ino && st.st_size == h->size &&
+	      st.st_mtim.tv_sec == h->mtime.tv_sec && st.st_mtim.tv_nsec == h->mtime.tv_nsec)))
+		return false;
+	if (ss_hosts_load(&fresh, path, max) < 0)
+		return false;
+	ss_hosts_free(h);
+	*h = fresh;
+	return true;
 }
 
 void ss_hosts_free(ss_hosts_t *h)

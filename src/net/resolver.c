@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "util/arena.h"
+#include "util/log.h"
 
 /* c-ares takes its allocator as process-wide hooks with no context, so the
  * arena they draw from is process-wide too: made by the first resolver and
@@ -16,6 +17,7 @@
  * reservations are virtual; only the blocks in use become resident. */
 #define RESOLVER_ARENA_PER_CLASS (2u << 20)
 #define RESOLVER_HOSTS_FILE "/etc/hosts"
+#define RESOLVER_HOSTS_RECHECK 1.0 /* seconds between looks at the hosts file */
 #define RESOLVER_HOSTS_MAX 65536
 static ss_arena_t resolver_arena;
 static bool resolver_arena_ready;
@@ -117,9 +119,13 @@ int ss_resolver_init(ss_resolver_t *r, struct ev_loop *loop, const char *nameser
 		snprintf(err, errlen, "c-ares: %s", ares_strerror(rc));
 		return -EINVAL;
 	}
-	rc = ss_hosts_load(&r->hosts, RESOLVER_HOSTS_FILE, RESOLVER_HOSTS_MAX);
+	r->hosts_path = getenv("SS_HOSTS_FILE");
+	if (!r->hosts_path || !r->hosts_path[0])
+		r->hosts_path = RESOLVER_HOSTS_FILE;
+	rc = ss_hosts_load(&r->hosts, r->hosts_path, RESOLVER_HOSTS_MAX);
+	r->hosts_checked = ev_now(loop);
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot read %s: %s", RESOLVER_HOSTS_FILE, strerror(-rc));
+		snprintf(err, errlen, "cannot read %s: %s", r->hosts_path, strerror(-rc));
 		ares_library_cleanup();
 		return rc;
 	}
@@ -127,7 +133,7 @@ int ss_resolver_init(ss_resolver_t *r, struct ev_loop *loop, const char *nameser
 	opts.sock_state_cb_data = r;
 	opts.timeout = 3000;
 	opts.tries = 2;
-	opts.lookups = (char *)"b"; /* the hosts file is ours, read once */
+	opts.lookups = (char *)"b"; /* the hosts file is ours */
 	rc = ares_init_options(&r->channel, &opts,
 			       ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES |
 				   ARES_OPT_LOOKUPS);
@@ -248,9 +254,19 @@ void ss_resolver_lookup(ss_resolver_t *r, ss_resolve_req_t *req, const char *nam
 			ss_resolve_cb cb, void *arg)
 {
 	struct ares_addrinfo_hints hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-	const ss_hosts_entry_t *e = ss_hosts_find(&r->hosts, name, r->ipv6_first);
 	struct sockaddr_storage ss;
 	socklen_t len;
+	ev_tstamp now = ev_now(r->loop);
+
+	/* Edits to the hosts file count from the next second: one stat(2) a
+	 * second at most, and a new table only when the file changed. */
+	if (now - r->hosts_checked >= RESOLVER_HOSTS_RECHECK) {
+		r->hosts_checked = now;
+		if (ss_hosts_refresh(&r->hosts, r->hosts_path, RESOLVER_HOSTS_MAX))
+			ss_debug("resolver: %s changed, read again (%zu names)", r->hosts_path,
+				 r->hosts.n);
+	}
+	const ss_hosts_entry_t *e = ss_hosts_find(&r->hosts, name, r->ipv6_first);
 
 	if (e || resolver_localhost(r, name, &ss, &len)) {
 		if (e) {

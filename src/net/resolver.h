@@ -26,7 +26,9 @@ typedef struct ss_resolver {
 		ev_io io;
 		int fd; /* -1 when free */
 	} socks[SS_RESOLVER_MAX_SOCKS];
-	ss_hosts_t hosts; /* /etc/hosts, read at start: c-ares asks DNS only */
+	ss_hosts_t hosts;        /* the hosts file: c-ares asks DNS only */
+	const char *hosts_path;  /* $SS_HOSTS_FILE, else /etc/hosts */
+	ev_tstamp hosts_checked; /* when the file was last looked at */
 	bool ipv6_first;
 	bool ready;
 } ss_resolver_t;

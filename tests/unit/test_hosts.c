@@ -9,7 +9,13 @@
 #include <cmocka.h>
 #include <netinet/in.h>
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "net/hosts.h"
+#include "testutil.h"
 
 static const char *addr_text(const ss_hosts_entry_t *e, char *buf, size_t len)
 {
@@ -77,11 +83,78 @@ static void test_limits(void **state)
 	ss_hosts_free(&h);
 }
 
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static const char *find_text(const ss_hosts_t *h, const char *name, char *buf, size_t len)
+{
+	const ss_hosts_entry_t *e = ss_hosts_find(h, name, false);
+	return e ? addr_text(e, buf, len) : "-";
+}
+
+/* A table follows its file: nothing is reread while the file stays the
+ * same; a new size, a new modification time with the same size, a file
+ * replaced by rename, removed, or created again, each gives a new table. */
+static void test_refresh(void **state)
+{
+	char dir[256], path[300], tmp[300], buf[64];
+	struct timespec times[2];
+	ss_hosts_t h;
+	(void)state;
+
+	tmp_template(dir, sizeof(dir), "ss_hosts");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/hosts", dir);
+	snprintf(tmp, sizeof(tmp), "%s/hosts.new", dir);
+
+	write_file(path, "127.0.0.2 moving.test\n");
+	assert_int_equal(ss_hosts_load(&h, path, 100), 0);
+	assert_string_equal(find_text(&h, "moving.test", buf, sizeof(buf)), "127.0.0.2");
+	assert_false(ss_hosts_refresh(&h, path, 100));
+
+	write_file(path, "127.0.0.30 moving.test\n"); /* longer */
+	assert_true(ss_hosts_refresh(&h, path, 100));
+	assert_string_equal(find_text(&h, "moving.test", buf, sizeof(buf)), "127.0.0.30");
+	assert_false(ss_hosts_refresh(&h, path, 100));
+
+	write_file(path, "127.0.0.40 moving.test\n"); /* same size: the time tells */
+	clock_gettime(CLOCK_REALTIME, &times[0]);
+	times[0].tv_sec += 5;
+	times[1] = times[0];
+	assert_int_equal(utimensat(AT_FDCWD, path, times, 0), 0);
+	assert_true(ss_hosts_refresh(&h, path, 100));
+	assert_string_equal(find_text(&h, "moving.test", buf, sizeof(buf)), "127.0.0.40");
+
+	write_file(tmp, "127.0.0.50 moving.test other.test\n");
+	assert_int_equal(rename(tmp, path), 0);
+	assert_true(ss_hosts_refresh(&h, path, 100));
+	assert_string_equal(find_text(&h, "other.test", buf, sizeof(buf)), "127.0.0.50");
+
+	assert_int_equal(unlink(path), 0);
+	assert_true(ss_hosts_refresh(&h, path, 100));
+	assert_string_equal(find_text(&h, "moving.test", buf, sizeof(buf)), "-");
+	assert_false(ss_hosts_refresh(&h, path, 100));
+
+	write_file(path, "::1 moving.test\n");
+	assert_true(ss_hosts_refresh(&h, path, 100));
+	assert_string_equal(find_text(&h, "moving.test", buf, sizeof(buf)), "::1");
+
+	ss_hosts_free(&h);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_and_find),
 	    cmocka_unit_test(test_limits),
+	    cmocka_unit_test(test_refresh),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
