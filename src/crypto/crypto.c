@@ -5,6 +5,10 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __linux__
+#include <errno.h>
+#include <sys/random.h>
+#endif
 
 int ss_crypto_global_init(void)
 {
@@ -57,6 +61,26 @@ static random_pool_t *random_pool_get(void)
 #endif
 }
 
+/* The whole page in one getrandom(2) where there is one (libsodium asks
+ * for 256 bytes a call); it can come back short when a signal lands. */
+static void random_fill(uint8_t *p, size_t len)
+{
+#ifdef __linux__
+	while (len) {
+		ssize_t n = getrandom(p, len, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+#endif
+	if (len)
+		randombytes_buf(p, len);
+}
+
 void ss_random_bytes(void *buf, size_t len)
 {
 	random_pool_t *pool = len <= RANDOM_POOL_MAX_ASK ? random_pool_get() : NULL;
@@ -66,7 +90,7 @@ void ss_random_bytes(void *buf, size_t len)
 		return;
 	}
 	if (pool->left < len) {
-		randombytes_buf(pool->bytes, sizeof(pool->bytes));
+		random_fill(pool->bytes, sizeof(pool->bytes));
 		pool->left = sizeof(pool->bytes);
 	}
 	uint8_t *p = pool->bytes + sizeof(pool->bytes) - pool->left;
