@@ -349,7 +349,7 @@ static uint8_t *udp_wire(ss_udp_relay_t *u)
 
 /* A datagram from an application: seal it and send it to the server. The
  * target's address is placed at UDP_HEAD and the payload right after it. */
-static void udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
+static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 {
 	struct ss_instance *inst = u->inst;
 	struct sockaddr_storage from;
@@ -369,10 +369,10 @@ static void udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	n = ss_udp_recv(l->io.fd, data, SS_UDP_BUF_SIZE - (size_t)(data - u->buf) - SS_AEAD_TAG_LEN,
 			&from, &fromlen);
 	if (n == -EAGAIN || n == -EWOULDBLOCK)
-		return;
+		return false;
 	if (n < 0) {
 		ss_udp_drop(u, NULL, n == -EMSGSIZE ? "too large" : strerror((int)-n));
-		return;
+		return true;
 	}
 	u->stats.datagrams_in++;
 	dlen = (size_t)n;
@@ -381,11 +381,11 @@ static void udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 		size_t used;
 		if (n < 3 || ss_socks5_parse_udp(data, dlen, &target, &used) != SS_OK) {
 			ss_udp_drop(u, (struct sockaddr *)&from, "malformed SOCKS5 UDP header");
-			return;
+			return true;
 		}
 		if (data[2] != 0) {
 			ss_udp_drop(u, (struct sockaddr *)&from, "fragmented SOCKS5 datagram");
-			return;
+			return true;
 		}
 		addr_len = used - 3;
 		dlen -= used;
@@ -393,13 +393,13 @@ static void udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	/* --mtu counts the payload, not the SOCKS5 header. */
 	if (inst->cfg->mtu && dlen > (size_t)inst->cfg->mtu) {
 		ss_udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
-		return;
+		return true;
 	}
 	ss_udp_assoc_t *a = ss_udp_assoc_get(u, (struct sockaddr *)&from, fromlen,
 					     (struct sockaddr *)&from, fromlen, l->index);
 	if (!a) {
 		ss_udp_drop(u, (struct sockaddr *)&from, "no association");
-		return;
+		return true;
 	}
 	if (a->control)
 		ss_conn_touch(a->control);
@@ -407,13 +407,14 @@ static void udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 		      : udp_aead_seal(u, plain, addr_len + dlen, &out);
 	if (w < 0) {
 		ss_udp_drop(u, (struct sockaddr *)&from, "sealing failed");
-		return;
+		return true;
 	}
 	ss_udp_send(u, a->io.fd, out, (size_t)w, NULL, 0);
+	return true;
 }
 
 /* A datagram from the server: open it and hand it to the application. */
-static void udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+static bool udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
 	const struct sockaddr *client = (struct sockaddr *)&a->peer;
 	uint8_t *wire = udp_wire(u);
@@ -423,11 +424,13 @@ static void udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 
 	n = ss_udp_recv(a->io.fd, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), NULL, NULL);
 	if (n == -EAGAIN || n == -EWOULDBLOCK)
-		return;
+		return false;
 	if (n < 0) {
 		if (n == -EMSGSIZE)
 			ss_udp_drop(u, client, "answer too large");
-		return; /* ICMP errors from the server's side: nothing to tell */
+		/* a datagram too large was still taken; ICMP errors from the
+		 * server's side tell nothing */
+		return n == -EMSGSIZE;
 	}
 	why = u->sip022 ? ss_udp2022_open_answer(u, a, wire, (size_t)n, &p)
 			: udp_aead_open(u, (size_t)n, &p);
@@ -435,7 +438,7 @@ static void udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 		char text[128];
 		snprintf(text, sizeof(text), "answer from the server refused: %s", why);
 		ss_udp_drop(u, client, text);
-		return;
+		return true;
 	}
 	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
 	if (a->control)
@@ -450,6 +453,7 @@ static void udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	} else {
 		ss_udp_send(u, lfd, p.payload, p.payload_len, client, a->peer_len);
 	}
+	return true;
 }
 
 /* --- server side --- */
@@ -578,7 +582,7 @@ void ss_udp_to_target(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *tar
 }
 
 /* A datagram from a client: open it and send the payload to its target. */
-static void udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
+static bool udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 {
 	struct ss_instance *inst = u->inst;
 	struct sockaddr_storage from;
@@ -591,40 +595,41 @@ static void udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 
 	n = ss_udp_recv(l->io.fd, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), &from, &fromlen);
 	if (n == -EAGAIN || n == -EWOULDBLOCK)
-		return;
+		return false;
 	if (n < 0) {
 		ss_udp_drop(u, NULL, n == -EMSGSIZE ? "too large" : strerror((int)-n));
-		return;
+		return true;
 	}
 	u->stats.datagrams_in++;
 	if (!ss_instance_client_allowed(inst, (struct sockaddr *)&from)) {
 		ss_udp_drop(u, (struct sockaddr *)&from, "client refused by the ACL");
-		return;
+		return true;
 	}
 	why = u->sip022 ? ss_udp2022_open_request(u, l, &from, fromlen, wire, (size_t)n, &p, &a)
 			: udp_aead_open(u, (size_t)n, &p);
 	if (why) {
 		ss_udp_drop(u, (struct sockaddr *)&from, why);
-		return;
+		return true;
 	}
 	if (inst->cfg->mtu && p.payload_len > (size_t)inst->cfg->mtu) {
 		ss_udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
-		return;
+		return true;
 	}
 	if (!a)
 		a = ss_udp_assoc_get(u, (struct sockaddr *)&from, fromlen, (struct sockaddr *)&from,
 				     fromlen, l->index);
 	if (!a) {
 		ss_udp_drop(u, (struct sockaddr *)&from, "no association");
-		return;
+		return true;
 	}
 	ss_udp_to_target(u, a, &p.addr, p.payload, p.payload_len);
+	return true;
 }
 
 /* An answer from a target: wrap it with the target's address, seal it and
  * send it to the client. The answer lands at UDP_HEAD; its source address
  * goes right before it. */
-static void udp_server_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+static bool udp_server_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
 	struct ss_instance *inst = u->inst;
 	struct sockaddr_storage from;
@@ -637,18 +642,20 @@ static void udp_server_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	n = ss_udp_recv(a->io.fd, data, SS_UDP_BUF_SIZE - UDP_HEAD - SS_AEAD_TAG_LEN, &from,
 			&fromlen);
 	if (n == -EAGAIN || n == -EWOULDBLOCK)
-		return;
+		return false;
 	if (n < 0) {
 		if (n == -EMSGSIZE)
 			ss_udp_drop(u, (struct sockaddr *)&a->peer, "answer too large");
-		return; /* ICMP errors: the target's side of the story, nothing to do */
+		/* a datagram too large was still taken; ICMP errors are the
+		 * target's side of the story */
+		return n == -EMSGSIZE;
 	}
 	if (inst->cfg->mtu && n > inst->cfg->mtu) {
 		ss_udp_drop(u, (struct sockaddr *)&a->peer, "answer larger than --mtu");
-		return;
+		return true;
 	}
 	if (ss_addr_from_sockaddr(&src, (struct sockaddr *)&from) < 0)
-		return;
+		return true;
 	uint8_t hdr[SS_ADDR_MAX_ENCODED];
 	size_t hlen = ss_addr_encode(&src, hdr, sizeof(hdr));
 	memcpy(data - hlen, hdr, hlen);
@@ -656,52 +663,45 @@ static void udp_server_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 		      : udp_aead_seal(u, data - hlen, hlen + (size_t)n, &out);
 	if (w < 0) {
 		ss_udp_drop(u, (struct sockaddr *)&a->peer, "sealing failed");
-		return;
+		return true;
 	}
 	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
 	u->stats.datagrams_out++;
 	ss_udp_send(u, u->listeners[a->listener].io.fd, out, (size_t)w, (struct sockaddr *)&a->peer,
 		    a->peer_len);
+	return true;
 }
 
 /* --- watchers --- */
 
 #define UDP_BATCH 32 /* datagrams per wake-up */
 
+/* Up to UDP_BATCH datagrams a wake-up: each step takes one (false when
+ * the socket had none left), so one busy socket cannot starve the rest. */
 static void udp_listener_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	ss_udp_listener_t *l = (ss_udp_listener_t *)w;
 	ss_udp_relay_t *u = l->relay;
+	bool (*step)(ss_udp_relay_t *, ss_udp_listener_t *) =
+	    u->client ? udp_client_inbound : udp_server_inbound;
 	(void)loop;
 	(void)revents;
 
-	for (int i = 0; i < UDP_BATCH; i++) {
-		uint64_t before = u->stats.datagrams_in + u->stats.dropped;
-		if (u->client)
-			udp_client_inbound(u, l);
-		else
-			udp_server_inbound(u, l);
-		if (u->stats.datagrams_in + u->stats.dropped == before)
-			break; /* nothing more to read */
-	}
+	for (int i = 0; i < UDP_BATCH && step(u, l); i++)
+		;
 }
 
 static void udp_outbound_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	ss_udp_assoc_t *a = w->data;
 	ss_udp_relay_t *u = a->relay;
+	bool (*step)(ss_udp_relay_t *, ss_udp_assoc_t *) =
+	    u->client ? udp_client_outbound : udp_server_outbound;
 	(void)loop;
 	(void)revents;
 
-	for (int i = 0; i < UDP_BATCH; i++) {
-		uint64_t before = u->stats.datagrams_out + u->stats.dropped;
-		if (u->client)
-			udp_client_outbound(u, a);
-		else
-			udp_server_outbound(u, a);
-		if (u->stats.datagrams_out + u->stats.dropped == before)
-			break;
-	}
+	for (int i = 0; i < UDP_BATCH && step(u, a); i++)
+		;
 }
 
 int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, char *err, size_t errlen)
