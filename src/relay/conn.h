@@ -18,15 +18,21 @@
 
 /* A relay buffer: one read fills several chunk slots, each sealed in place,
  * and one write sends them (fewer system calls per byte is most of a
- * relay's cost). SIP004: sixteen maximal chunks (0x3FFF) behind the largest
- * salt. SIP022: four maximal chunks (0xFFFF), the first at SS_2022_OFF,
+ * relay's cost). SIP004: sixteen chunks of SS_ENC_PAYLOAD behind the largest
+ * salt. SIP022: four chunks of SS_2022_PAYLOAD, the first at SS_2022_OFF,
  * behind room for the largest request header. A decoding direction reads
  * as much into the same room. */
 #define SS_ENC_OFF SS_MAX_SALT_LEN
-#define SS_CHUNK_STRIDE (SS_AEAD_MAX_PAYLOAD + SS_AEAD_CHUNK_OVERHEAD)
+/* The payload of a sealed chunk: the protocol's maximum rounded down to a
+ * multiple of 128 bytes (16256 and 65408), on which OpenSSL's
+ * ChaCha20-Poly1305 runs about a third faster than on 0x3FFF or 0xFFFF;
+ * AES-GCM runs the same. Decoders take any size up to the maximum. */
+#define SS_ENC_PAYLOAD (SS_AEAD_MAX_PAYLOAD & ~127)
+#define SS_2022_PAYLOAD (SS_2022_MAX_PAYLOAD & ~127)
+#define SS_CHUNK_STRIDE (SS_ENC_PAYLOAD + SS_AEAD_CHUNK_OVERHEAD)
 #define SS_ENC_CHUNKS 16
 #define SS_2022_OFF ((SS_2022_REQ_HDR_MAX + 63) & ~63)
-#define SS_2022_STRIDE (SS_2022_MAX_PAYLOAD + SS_2022_CHUNK_OVERHEAD)
+#define SS_2022_STRIDE (SS_2022_PAYLOAD + SS_2022_CHUNK_OVERHEAD)
 #define SS_2022_CHUNKS 4
 #define SS_BUF_AEAD (SS_ENC_OFF + SS_ENC_CHUNKS * SS_CHUNK_STRIDE)
 #define SS_BUF_2022 (SS_2022_OFF + SS_2022_CHUNKS * SS_2022_STRIDE)

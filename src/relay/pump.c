@@ -41,7 +41,7 @@ static int pump_seal(ss_conn_t *c, ss_dir_t *dir, size_t total)
 		dir->started = true;
 	}
 	while (total) {
-		size_t m = total < SS_AEAD_MAX_PAYLOAD ? total : SS_AEAD_MAX_PAYLOAD;
+		size_t m = total < SS_ENC_PAYLOAD ? total : SS_ENC_PAYLOAD;
 		uint8_t *chunk = base + k++ * SS_CHUNK_STRIDE;
 		if (ss_aead_enc_chunk(s, chunk, m) < 0)
 			return SS_ERR;
@@ -60,10 +60,12 @@ static int pump_seal(ss_conn_t *c, ss_dir_t *dir, size_t total)
 static size_t pump_slot0_2022(ss_conn_t *c, const ss_dir_t *dir)
 {
 	uint8_t addr[SS_ADDR_MAX_ENCODED];
+	size_t room;
 
 	if (dir->started || !c->inst->ops->client)
-		return SS_2022_MAX_PAYLOAD;
-	return SS_2022_MAX_PAYLOAD - 2 - ss_addr_encode(&c->target, addr, sizeof(addr));
+		return SS_2022_PAYLOAD;
+	room = SS_2022_MAX_PAYLOAD - 2 - ss_addr_encode(&c->target, addr, sizeof(addr));
+	return room < SS_2022_PAYLOAD ? room : SS_2022_PAYLOAD;
 }
 
 /* SIP022: seals the total plaintext bytes laid out in the chunk slots (the
@@ -118,7 +120,7 @@ static int pump_seal_2022(ss_conn_t *c, ss_dir_t *dir, size_t total)
 	 * slot is shorter, so they may start after a gap: a second piece. */
 	uint8_t *run = payload + SS_2022_STRIDE - SS_2022_CHUNK_HDR, *end = run;
 	for (size_t k = 1; total; k++) {
-		size_t m = total < SS_2022_MAX_PAYLOAD ? total : SS_2022_MAX_PAYLOAD;
+		size_t m = total < SS_2022_PAYLOAD ? total : SS_2022_PAYLOAD;
 		uint8_t *chunk = payload + k * SS_2022_STRIDE - SS_2022_CHUNK_HDR;
 		if (ss_2022_enc_chunk(s, chunk, m) < 0)
 			return SS_ERR;
@@ -262,21 +264,19 @@ static int pump_fill(ss_conn_t *c, int d)
 			struct iovec iov[SS_2022_CHUNKS];
 			uint8_t *base = buf + SS_2022_OFF;
 			for (int k = 0; k < SS_2022_CHUNKS; k++)
-				iov[k] =
-				    (struct iovec){base + k * SS_2022_STRIDE, SS_2022_MAX_PAYLOAD};
+				iov[k] = (struct iovec){base + k * SS_2022_STRIDE, SS_2022_PAYLOAD};
 			iov[0].iov_base = base + dir->lead;
 			iov[0].iov_len = pump_slot0_2022(c, dir) - dir->lead;
-			want = iov[0].iov_len + (SS_2022_CHUNKS - 1) * (size_t)SS_2022_MAX_PAYLOAD;
+			want = iov[0].iov_len + (SS_2022_CHUNKS - 1) * (size_t)SS_2022_PAYLOAD;
 			n = readv(fd, iov, SS_2022_CHUNKS);
 		} else if (dir->xf == SS_XF_ENCODE) {
 			struct iovec iov[SS_ENC_CHUNKS];
 			uint8_t *base = buf + SS_ENC_OFF + SS_AEAD_CHUNK_HDR;
 			for (int k = 0; k < SS_ENC_CHUNKS; k++)
-				iov[k] =
-				    (struct iovec){base + k * SS_CHUNK_STRIDE, SS_AEAD_MAX_PAYLOAD};
+				iov[k] = (struct iovec){base + k * SS_CHUNK_STRIDE, SS_ENC_PAYLOAD};
 			iov[0].iov_base = base + dir->lead;
 			iov[0].iov_len -= dir->lead;
-			want = SS_ENC_CHUNKS * (size_t)SS_AEAD_MAX_PAYLOAD - dir->lead;
+			want = SS_ENC_CHUNKS * (size_t)SS_ENC_PAYLOAD - dir->lead;
 			n = readv(fd, iov, SS_ENC_CHUNKS);
 		} else if (dir->xf == SS_XF_DECODE) {
 			want = SS_RELAY_BUF_SIZE - dir->rend;
