@@ -1,11 +1,13 @@
 /* sealbench: how fast the relay's SIP004 codec seals and opens on this
- * machine, in the relay's own layout (sixteen maximal chunks sealed in place
- * per 256 KiB buffer), with the bytes fresh from a copy out of a large ring
- * the way a socket read leaves them (the copy is not timed), or sealed over
- * and over in cache (--hot, sealing only). The floor under the relays' user
- * time in docs/performance.md.
+ * machine, in the relay's own layout (sixteen chunks of the relay's payload
+ * size sealed in place per buffer), with the bytes fresh from a copy out of
+ * a large ring the way a socket read leaves them (the copy is not timed), or
+ * sealed over and over in cache (--hot, sealing only). --payload sets the
+ * chunk payload (1..16383; the relay's by default). The floor under the
+ * relays' user time in docs/performance.md.
  *
- *   sealbench [--method NAME] [--backend openssl|sodium] [--mbytes N] [--hot]
+ *   sealbench [--method NAME] [--backend openssl|sodium] [--mbytes N]
+ *             [--payload N] [--hot]
  *
  * Prints one JSON line. Without --hot every buffer it seals is opened again
  * by a decoder and compared with what was sealed, so a wrong result fails
@@ -18,10 +20,10 @@
 #include "crypto/aead.h"
 #include "crypto/method.h"
 #include "crypto/primitives.h"
+#include "relay/conn.h"
 #include "util/result.h"
 
 #define CHUNKS 16
-#define STRIDE (SS_AEAD_MAX_PAYLOAD + SS_AEAD_CHUNK_OVERHEAD)
 #define RING (64u << 20)
 
 static double now(void)
@@ -35,14 +37,14 @@ static double now(void)
 static int usage(void)
 {
 	fprintf(stderr, "usage: sealbench [--method NAME] [--backend openssl|sodium] "
-			"[--mbytes N] [--hot]\n");
+			"[--mbytes N] [--payload N] [--hot]\n");
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
 	const char *name = "aes-256-gcm", *backend = NULL;
-	size_t mbytes = 2000;
+	size_t mbytes = 2000, payload = SS_ENC_PAYLOAD;
 	int hot = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -52,13 +54,17 @@ int main(int argc, char **argv)
 			backend = argv[++i];
 		else if (!strcmp(argv[i], "--mbytes") && i + 1 < argc)
 			mbytes = strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--payload") && i + 1 < argc)
+			payload = strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--hot"))
 			hot = 1;
 		else
 			return usage();
 	}
-	if (ss_crypto_global_init() < 0 || mbytes == 0)
+	if (ss_crypto_global_init() < 0 || mbytes == 0 || payload == 0 ||
+	    payload > SS_AEAD_MAX_PAYLOAD)
 		return usage();
+	size_t stride = payload + SS_AEAD_CHUNK_OVERHEAD;
 
 	const ss_crypto_backend_t *be = ss_crypto_default();
 	if (backend && !strcmp(backend, "sodium"))
@@ -80,9 +86,10 @@ int main(int argc, char **argv)
 	static ss_aead_stream_t enc, dec;
 	uint8_t key[32];
 	ss_random_bytes(key, sizeof(key));
-	size_t salt_len = m->salt_len, per = (size_t)CHUNKS * SS_AEAD_MAX_PAYLOAD;
-	uint8_t *buf = aligned_alloc(64, 64 + (size_t)CHUNKS * STRIDE);
-	uint8_t *ring = malloc(RING), *check = malloc((size_t)CHUNKS * STRIDE + 64);
+	size_t salt_len = m->salt_len, per = (size_t)CHUNKS * payload;
+	size_t wire = (size_t)CHUNKS * stride;
+	uint8_t *buf = aligned_alloc(64, (wire + 63) & ~(size_t)63);
+	uint8_t *ring = malloc(RING), *check = malloc(wire + 64);
 	if (!buf || !ring || !check || ss_aead_stream_init(&enc, m, be) < 0 ||
 	    ss_aead_stream_init(&dec, m, be) < 0) {
 		fprintf(stderr, "sealbench: cannot set up\n");
@@ -106,22 +113,20 @@ int main(int argc, char **argv)
 	double sealing = 0, opening = 0;
 	while (total < limit) {
 		const uint8_t *src = ring + off;
+		if (!hot || total == 0)
+			for (int k = 0; k < CHUNKS; k++)
+				memcpy(buf + (size_t)k * stride + SS_AEAD_CHUNK_HDR,
+				       src + (size_t)k * payload, payload);
 		double t0 = now();
-		for (int k = 0; k < CHUNKS; k++) {
-			uint8_t *c = buf + (size_t)k * STRIDE;
-			if (!hot || total == 0)
-				memcpy(c + SS_AEAD_CHUNK_HDR, src + (size_t)k * SS_AEAD_MAX_PAYLOAD,
-				       SS_AEAD_MAX_PAYLOAD);
-			if (ss_aead_enc_chunk(&enc, c, SS_AEAD_MAX_PAYLOAD) < 0)
+		for (int k = 0; k < CHUNKS; k++)
+			if (ss_aead_enc_chunk(&enc, buf + (size_t)k * stride, payload) < 0)
 				return 1;
-		}
 		sealing += now() - t0;
 		if (hot) {
 			/* The same buffer sealed over and over: speed only. */
 			total += per;
 			continue;
 		}
-		size_t wire = (size_t)CHUNKS * STRIDE;
 		memcpy(check, buf, wire);
 		t0 = now();
 		if (ss_aead_dec(&dec, check, wire, &consumed, spans, 2 * CHUNKS, &nspans) !=
@@ -130,16 +135,16 @@ int main(int argc, char **argv)
 			goto bad;
 		opening += now() - t0;
 		for (size_t k = 0; k < nspans; k++)
-			if (spans[k].len != SS_AEAD_MAX_PAYLOAD ||
-			    memcmp(spans[k].ptr, src + k * SS_AEAD_MAX_PAYLOAD, spans[k].len))
+			if (spans[k].len != payload ||
+			    memcmp(spans[k].ptr, src + k * payload, spans[k].len))
 				goto bad;
 		total += per;
 		off = (off + per) % (RING - per);
 	}
-	printf("{\"method\":\"%s\",\"backend\":\"%s\",\"bytes\":%zu,\"hot\":%s,"
+	printf("{\"method\":\"%s\",\"backend\":\"%s\",\"payload\":%zu,\"bytes\":%zu,\"hot\":%s,"
 	       "\"seal_gb_per_s\":%.3f,\"open_gb_per_s\":%.3f}\n",
-	       name, be->name, total, hot ? "true" : "false", (double)total / sealing / 1e9,
-	       hot ? 0.0 : (double)total / opening / 1e9);
+	       name, be->name, payload, total, hot ? "true" : "false",
+	       (double)total / sealing / 1e9, hot ? 0.0 : (double)total / opening / 1e9);
 	ss_aead_stream_free(&enc);
 	ss_aead_stream_free(&dec);
 	free(buf);
