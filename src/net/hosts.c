@@ -149,8 +149,11 @@ bool ss_hosts_refresh(ss_hosts_t *h, const char *path, size_t max)
 	     (st.st_dev == h->dev && st.st_ino == h->ino && st.st_size == h->size &&
 	      st.st_mtim.tv_sec == h->mtime.tv_sec && st.st_mtim.tv_nsec == h->mtime.tv_nsec)))
 		return false;
-	if (ss_hosts_load(&fresh, path, max) < 0)
+	if (ss_hosts_load(&fresh, path, max) < 0) {
+		/* Keep the old table, and do not try again until it changes. */
+		hosts_mark(h, present ? &st : NULL);
 		return false;
+	}
 	ss_hosts_free(h);
 	*h = fresh;
 	return true;

@@ -522,6 +522,8 @@ static void conn_route_resolved(void *arg, int status, const struct sockaddr *sa
 		return; /* closed meanwhile; the reaper frees it */
 	ss_acl_decision_t d =
 	    ss_acl_resolve(acl, status < 0 ? SS_ACL_UNDECIDED : ss_acl_match_addr(acl, sa));
+	/* That lookup only chose the route: the connect gets its own time. */
+	c->deadline_connect = ev_now(c->inst->loop) + c->inst->connect_timeout;
 	if (d == SS_ACL_BYPASS && status < 0) {
 		/* Going direct needs the address the lookup did not give. */
 		c->inst->ops->connected(c, EHOSTUNREACH);

@@ -144,8 +144,15 @@ static void test_refresh(void **state)
 	assert_true(ss_hosts_refresh(&h, path, 100));
 	assert_string_equal(find_text(&h, "moving.test", buf, sizeof(buf)), "::1");
 
-	ss_hosts_free(&h);
+	/* A file that cannot be read keeps the old table. */
 	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_false(ss_hosts_refresh(&h, path, 100));
+	assert_false(ss_hosts_refresh(&h, path, 100));
+	assert_string_equal(find_text(&h, "moving.test", buf, sizeof(buf)), "::1");
+
+	ss_hosts_free(&h);
+	assert_int_equal(rmdir(path), 0);
 	assert_int_equal(rmdir(dir), 0);
 }
 
