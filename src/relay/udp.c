@@ -345,6 +345,26 @@ static uint8_t *udp_wire(ss_udp_relay_t *u)
 	return u->buf + UDP_HEAD - (u->sip022 ? 0 : u->inst->cfg->method->salt_len);
 }
 
+#define UDP_NONE (-2)  /* nothing to read */
+#define UDP_TAKEN (-1) /* a datagram was read and dropped */
+
+/* Reads a datagram from a listener into buf (at most cap bytes): its length
+ * (0 is a datagram too), UDP_NONE or UDP_TAKEN. */
+static ssize_t udp_listener_recv(ss_udp_relay_t *u, ss_udp_listener_t *l, uint8_t *buf, size_t cap,
+				 struct sockaddr_storage *from, socklen_t *fromlen)
+{
+	ssize_t n = ss_udp_recv(l->io.fd, buf, cap, from, fromlen);
+
+	if (n == -EAGAIN || n == -EWOULDBLOCK)
+		return UDP_NONE;
+	if (n < 0) {
+		ss_udp_drop(u, NULL, n == -EMSGSIZE ? "too large" : strerror((int)-n));
+		return UDP_TAKEN;
+	}
+	u->stats.datagrams_in++;
+	return n;
+}
+
 /* --- client side: ss-local, ss-tunnel --- */
 
 /* A datagram from an application: seal it and send it to the server. The
@@ -366,15 +386,11 @@ static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 		addr_len = ss_addr_encode(&inst->cfg->tunnel_addr, plain, SS_ADDR_MAX_ENCODED);
 		data = plain + addr_len;
 	}
-	n = ss_udp_recv(l->io.fd, data, SS_UDP_BUF_SIZE - (size_t)(data - u->buf) - SS_AEAD_TAG_LEN,
-			&from, &fromlen);
-	if (n == -EAGAIN || n == -EWOULDBLOCK)
-		return false;
-	if (n < 0) {
-		ss_udp_drop(u, NULL, n == -EMSGSIZE ? "too large" : strerror((int)-n));
-		return true;
-	}
-	u->stats.datagrams_in++;
+	n = udp_listener_recv(u, l, data,
+			      SS_UDP_BUF_SIZE - (size_t)(data - u->buf) - SS_AEAD_TAG_LEN, &from,
+			      &fromlen);
+	if (n < 0)
+		return n == UDP_TAKEN;
 	dlen = (size_t)n;
 	if (u->socks5) {
 		ss_addr_t target;
@@ -593,14 +609,10 @@ static bool udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	const char *why;
 	ssize_t n;
 
-	n = ss_udp_recv(l->io.fd, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), &from, &fromlen);
-	if (n == -EAGAIN || n == -EWOULDBLOCK)
-		return false;
-	if (n < 0) {
-		ss_udp_drop(u, NULL, n == -EMSGSIZE ? "too large" : strerror((int)-n));
-		return true;
-	}
-	u->stats.datagrams_in++;
+	n = udp_listener_recv(u, l, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), &from,
+			      &fromlen);
+	if (n < 0)
+		return n == UDP_TAKEN;
 	if (!ss_instance_client_allowed(inst, (struct sockaddr *)&from)) {
 		ss_udp_drop(u, (struct sockaddr *)&from, "client refused by the ACL");
 		return true;
