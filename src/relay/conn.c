@@ -442,6 +442,18 @@ void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len)
 	ss_conn_want(c, SS_OUT, EV_WRITE, true);
 }
 
+/* Looks the target's name up; the connect deadline starts now. */
+static void conn_lookup(ss_conn_t *c, uint16_t port, ss_resolve_cb cb)
+{
+	struct ss_instance *inst = c->inst;
+
+	c->state = SS_CONN_RESOLVING;
+	c->lookup_busy = true;
+	c->deadline_connect = ev_now(inst->loop) + inst->connect_timeout;
+	conn_arm_timer(c);
+	ss_resolver_lookup(&inst->resolver, &c->lookup, c->target.domain, port, cb, c);
+}
+
 static void conn_resolved(void *arg, int status, const struct sockaddr *sa, socklen_t len)
 {
 	ss_conn_t *c = arg;
@@ -475,12 +487,7 @@ void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a)
 		ss_conn_connect_sa(c, (struct sockaddr *)&ss, len);
 		return;
 	}
-	c->state = SS_CONN_RESOLVING;
-	c->lookup_busy = true;
-	c->deadline_connect = ev_now(c->inst->loop) + c->inst->connect_timeout;
-	conn_arm_timer(c);
-	ss_resolver_lookup(&c->inst->resolver, &c->lookup, c->target.domain, a->port, conn_resolved,
-			   c);
+	conn_lookup(c, a->port, conn_resolved);
 }
 
 void ss_conn_connect_server(ss_conn_t *c)
@@ -543,12 +550,7 @@ void ss_conn_connect_route(ss_conn_t *c)
 	}
 	d = ss_acl_match_target(inst->acl, &c->target);
 	if (d == SS_ACL_UNDECIDED && c->target.atyp == SS_ATYP_DOMAIN && inst->acl_by_addr) {
-		c->state = SS_CONN_RESOLVING;
-		c->lookup_busy = true;
-		c->deadline_connect = ev_now(inst->loop) + inst->connect_timeout;
-		conn_arm_timer(c);
-		ss_resolver_lookup(&inst->resolver, &c->lookup, c->target.domain, c->target.port,
-				   conn_route_resolved, c);
+		conn_lookup(c, c->target.port, conn_route_resolved);
 		return;
 	}
 	conn_route(c, ss_acl_resolve(inst->acl, d), NULL, 0);

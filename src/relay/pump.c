@@ -17,6 +17,8 @@
 #define PUMP_ROUNDS 8     /* reads per wake-up, so one busy connection cannot starve the rest */
 #define PUMP_BADDATA (-2) /* the stream failed to decode */
 
+_Static_assert(SS_2022_CHUNKS <= SS_ENC_CHUNKS, "pump_fill's vector holds either layout");
+
 uint8_t *ss_pump_lead_area(ss_conn_t *c, int d)
 {
 	uint8_t *buf = ss_conn_buf(c, d);
@@ -260,24 +262,21 @@ static int pump_fill(ss_conn_t *c, int d)
 	ssize_t n;
 
 	do {
-		if (dir->xf == SS_XF_ENCODE && c->inst->sip022) {
-			struct iovec iov[SS_2022_CHUNKS];
-			uint8_t *base = buf + SS_2022_OFF;
-			for (int k = 0; k < SS_2022_CHUNKS; k++)
-				iov[k] = (struct iovec){base + k * SS_2022_STRIDE, SS_2022_PAYLOAD};
-			iov[0].iov_base = base + dir->lead;
-			iov[0].iov_len = pump_slot0_2022(c, dir) - dir->lead;
-			want = iov[0].iov_len + (SS_2022_CHUNKS - 1) * (size_t)SS_2022_PAYLOAD;
-			n = readv(fd, iov, SS_2022_CHUNKS);
-		} else if (dir->xf == SS_XF_ENCODE) {
+		if (dir->xf == SS_XF_ENCODE) {
+			/* Straight into the chunk slots, behind the lead bytes. */
+			bool v2 = c->inst->sip022;
+			uint8_t *base =
+			    v2 ? buf + SS_2022_OFF : buf + SS_ENC_OFF + SS_AEAD_CHUNK_HDR;
+			size_t stride = v2 ? SS_2022_STRIDE : SS_CHUNK_STRIDE;
+			size_t payload = v2 ? SS_2022_PAYLOAD : SS_ENC_PAYLOAD;
+			int slots = v2 ? SS_2022_CHUNKS : SS_ENC_CHUNKS;
 			struct iovec iov[SS_ENC_CHUNKS];
-			uint8_t *base = buf + SS_ENC_OFF + SS_AEAD_CHUNK_HDR;
-			for (int k = 0; k < SS_ENC_CHUNKS; k++)
-				iov[k] = (struct iovec){base + k * SS_CHUNK_STRIDE, SS_ENC_PAYLOAD};
+			for (int k = 0; k < slots; k++)
+				iov[k] = (struct iovec){base + k * stride, payload};
 			iov[0].iov_base = base + dir->lead;
-			iov[0].iov_len -= dir->lead;
-			want = SS_ENC_CHUNKS * (size_t)SS_ENC_PAYLOAD - dir->lead;
-			n = readv(fd, iov, SS_ENC_CHUNKS);
+			iov[0].iov_len = (v2 ? pump_slot0_2022(c, dir) : payload) - dir->lead;
+			want = iov[0].iov_len + (size_t)(slots - 1) * payload;
+			n = readv(fd, iov, slots);
 		} else if (dir->xf == SS_XF_DECODE) {
 			want = SS_RELAY_BUF_SIZE - dir->rend;
 			n = read(fd, buf + dir->rend, want);

@@ -11,7 +11,8 @@
 #include "crypto/primitives.h"
 #include "util/result.h"
 
-/* A mkstemp/mkdtemp template for name in $TMPDIR (else /tmp). */
+/* A template for mkstemp(3)/mkdtemp(3) naming name in $TMPDIR (else /tmp):
+ * the trailing XXXXXX is what those calls replace with a unique suffix. */
 static inline void tmp_template(char *out, size_t len, const char *name)
 {
 	const char *dir = getenv("TMPDIR");
