@@ -1,6 +1,8 @@
-/* The reference backend: libsodium for ChaCha20-Poly1305, XChaCha20-Poly1305
- * and AES-256-GCM on CPUs with AES-NI; mbedtls for every other AES-GCM and
- * for the AES block cipher. */
+/* The reference backend: libsodium for ChaCha20-Poly1305 and
+ * XChaCha20-Poly1305; AES-GCM from gcm_vaes.c on CPUs with VAES, else
+ * libsodium's AES-256-GCM on CPUs with AES-NI; mbedtls for every other
+ * AES-GCM and for the AES block cipher. The portable variant takes AES-GCM
+ * from mbedtls only. */
 #include "crypto/primitives.h"
 
 #include <errno.h>
@@ -10,10 +12,12 @@
 #include <mbedtls/gcm.h>
 #include <sodium.h>
 
+#include "crypto/gcm_vaes.h"
 #include "crypto/hkdf_sha1.h"
 
 typedef enum {
 	IMPL_NONE = 0, /* a zeroed ss_aead_t, or no key yet */
+	IMPL_VAES,
 	IMPL_SODIUM_AES,
 	IMPL_MBEDTLS_GCM,
 	IMPL_CHACHA,
@@ -22,6 +26,7 @@ typedef enum {
 
 typedef struct {
 	union {
+		ss_vgcm_t vg;
 		crypto_aead_aes256gcm_state aes;
 		mbedtls_gcm_context gcm;
 		uint8_t key[crypto_aead_chacha20poly1305_ietf_KEYBYTES];
@@ -80,6 +85,14 @@ static int sodium_aead_setkey(ss_aead_t *a, const uint8_t *key, size_t key_len)
 	case SS_AEAD_AES_GCM:
 		if (key_len != 16 && key_len != 24 && key_len != 32)
 			goto bad;
+		if (!s->portable && ss_vgcm_available() && key_len != 24) {
+			if (s->impl != IMPL_VAES)
+				state_clear(s);
+			if (ss_vgcm_setkey(&s->u.vg, key, key_len) != 0)
+				goto bad;
+			s->impl = IMPL_VAES;
+			break;
+		}
 		if (key_len == 32 && !s->portable && crypto_aead_aes256gcm_is_available()) {
 			if (s->impl != IMPL_SODIUM_AES)
 				state_clear(s);
@@ -123,6 +136,8 @@ static int sodium_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 	uint8_t *tag = out + len;
 
 	switch (s->impl) {
+	case IMPL_VAES:
+		return ss_vgcm_seal(&s->u.vg, nonce, out, in, len);
 	case IMPL_SODIUM_AES:
 		crypto_aead_aes256gcm_encrypt_detached_afternm(out, tag, NULL, in, len, NULL, 0,
 							       NULL, nonce, &s->u.aes);
@@ -158,6 +173,8 @@ static int sodium_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 	n = len - SS_AEAD_TAG_LEN;
 	tag = in + n;
 	switch (s->impl) {
+	case IMPL_VAES:
+		return ss_vgcm_open(&s->u.vg, nonce, out, in, len);
 	case IMPL_SODIUM_AES:
 		rc = crypto_aead_aes256gcm_decrypt_detached_afternm(out, NULL, in, n, tag, NULL, 0,
 								    nonce, &s->u.aes);
