@@ -18,6 +18,7 @@
 #include <openssl/sha.h>
 #include <sodium.h>
 
+#include "crypto/chacha_short.h"
 #include "crypto/gcm_vaes.h"
 #include "crypto/hkdf_sha1.h"
 
@@ -25,7 +26,9 @@ typedef struct {
 	ss_vgcm_t vg; /* keyed (vg.rounds != 0) when AES-GCM runs here */
 	EVP_CIPHER_CTX *ctx;
 	const EVP_CIPHER *cipher; /* what ctx is set up for, NULL if nothing yet */
-	uint8_t xkey[crypto_aead_xchacha20poly1305_ietf_KEYBYTES];
+	/* The raw key of XChaCha20-Poly1305, and of ChaCha20-Poly1305 for the
+	 * short-message path. */
+	uint8_t key[crypto_aead_xchacha20poly1305_ietf_KEYBYTES];
 } ossl_state_t;
 
 _Static_assert(sizeof(ossl_state_t) <= SS_AEAD_STATE_SIZE, "grow SS_AEAD_STATE_SIZE");
@@ -80,14 +83,16 @@ static int ossl_aead_setkey(ss_aead_t *a, const uint8_t *key, size_t key_len)
 	if (a->alg == SS_AEAD_AES_GCM && ss_vgcm_setkey(&s->vg, key, key_len) == 0)
 		goto keyed;
 	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
-		if (key_len != sizeof(s->xkey))
+		if (key_len != sizeof(s->key))
 			return -EINVAL;
-		memcpy(s->xkey, key, key_len);
+		memcpy(s->key, key, key_len);
 		goto keyed;
 	}
 	cipher = cipher_for(a->alg, key_len);
 	if (!cipher || !s->ctx)
 		return -EINVAL;
+	if (a->alg == SS_AEAD_CHACHA20_POLY1305)
+		memcpy(s->key, key, key_len);
 	if (cipher == s->cipher) {
 		/* Same algorithm: only the key schedule changes, no allocation. */
 		if (!EVP_CipherInit_ex(s->ctx, NULL, NULL, key, NULL, 1))
@@ -116,9 +121,13 @@ static int ossl_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, cons
 		return -EINVAL;
 	if (s->vg.rounds)
 		return ss_vgcm_seal(&s->vg, nonce, out, in, len);
+	if (a->alg == SS_AEAD_CHACHA20_POLY1305 && len <= SS_CHACHA_SHORT_MAX) {
+		ss_chacha_short_seal(s->key, nonce, out, in, len);
+		return 0;
+	}
 	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
 		crypto_aead_xchacha20poly1305_ietf_encrypt_detached(out, out + len, NULL, in, len,
-								    NULL, 0, NULL, nonce, s->xkey);
+								    NULL, 0, NULL, nonce, s->key);
 		return 0;
 	}
 	if (!EVP_CipherInit_ex(s->ctx, NULL, NULL, NULL, nonce, 1))
@@ -147,9 +156,11 @@ static int ossl_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, cons
 	if (s->vg.rounds)
 		return ss_vgcm_open(&s->vg, nonce, out, in, len);
 	n = len - SS_AEAD_TAG_LEN;
+	if (a->alg == SS_AEAD_CHACHA20_POLY1305 && n <= SS_CHACHA_SHORT_MAX)
+		return ss_chacha_short_open(s->key, nonce, out, in, len);
 	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
 		if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(out, NULL, in, n, in + n,
-									NULL, 0, nonce, s->xkey))
+									NULL, 0, nonce, s->key))
 			return -EBADMSG;
 		return 0;
 	}
@@ -171,7 +182,7 @@ static void ossl_aead_wipe(ss_aead_t *a)
 	ossl_state_t *s = st(a);
 	static const uint8_t zero[SS_AEAD_MAX_KEY_LEN];
 
-	sodium_memzero(s->xkey, sizeof(s->xkey));
+	sodium_memzero(s->key, sizeof(s->key));
 	if (s->vg.rounds)
 		ss_vgcm_wipe(&s->vg);
 	/* Overwrite the key schedule inside the context with an all-zero key,
@@ -186,7 +197,7 @@ static void ossl_aead_free(ss_aead_t *a)
 {
 	ossl_state_t *s = st(a);
 
-	sodium_memzero(s->xkey, sizeof(s->xkey));
+	sodium_memzero(s->key, sizeof(s->key));
 	ss_vgcm_wipe(&s->vg);
 	/* EVP_CIPHER_CTX_free clears the key schedule before freeing. */
 	EVP_CIPHER_CTX_free(s->ctx);

@@ -12,6 +12,7 @@
 #include <mbedtls/gcm.h>
 #include <sodium.h>
 
+#include "crypto/chacha_short.h"
 #include "crypto/gcm_vaes.h"
 #include "crypto/hkdf_sha1.h"
 
@@ -148,6 +149,10 @@ static int sodium_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 			return -EIO;
 		return 0;
 	case IMPL_CHACHA:
+		if (len <= SS_CHACHA_SHORT_MAX) {
+			ss_chacha_short_seal(s->u.key, nonce, out, in, len);
+			return 0;
+		}
 		crypto_aead_chacha20poly1305_ietf_encrypt_detached(out, tag, NULL, in, len, NULL, 0,
 								   NULL, nonce, s->u.key);
 		return 0;
@@ -184,6 +189,8 @@ static int sodium_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 					      SS_AEAD_TAG_LEN, in, out);
 		break;
 	case IMPL_CHACHA:
+		if (n <= SS_CHACHA_SHORT_MAX)
+			return ss_chacha_short_open(s->u.key, nonce, out, in, len);
 		rc = crypto_aead_chacha20poly1305_ietf_decrypt_detached(out, NULL, in, n, tag, NULL,
 									0, nonce, s->u.key);
 		break;

@@ -1,0 +1,123 @@
+/* The short-message ChaCha20-Poly1305 against libsodium's, on every length
+ * it takes, and its Poly1305 on the edge cases of the final reduction. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "testutil.h"
+
+#include "crypto/chacha_short.h"
+
+static void test_against_sodium(void **state)
+{
+	(void)state;
+	assert_true(sodium_init() >= 0);
+	for (int round = 0; round < 200; round++) {
+		uint8_t key[32], nonce[12], pt[SS_CHACHA_SHORT_MAX], want[SS_CHACHA_SHORT_MAX + 16];
+		uint8_t got[SS_CHACHA_SHORT_MAX + 16], back[SS_CHACHA_SHORT_MAX];
+
+		randombytes_buf(key, sizeof(key));
+		randombytes_buf(nonce, sizeof(nonce));
+		randombytes_buf(pt, sizeof(pt));
+		if (round == 1)
+			memset(key, 0xff, sizeof(key));
+		for (size_t len = 0; len <= SS_CHACHA_SHORT_MAX; len++) {
+			crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+			    want, want + len, NULL, pt, len, NULL, 0, NULL, nonce, key);
+			ss_chacha_short_seal(key, nonce, got, pt, len);
+			if (memcmp(got, want, len + 16) != 0)
+				fail_msg("seal differs at length %zu", len);
+			assert_int_equal(ss_chacha_short_open(key, nonce, back, got, len + 16), 0);
+			assert_memory_equal(back, pt, len);
+			/* In place. */
+			memcpy(got, pt, len);
+			ss_chacha_short_seal(key, nonce, got, got, len);
+			assert_memory_equal(got, want, len + 16);
+			assert_int_equal(ss_chacha_short_open(key, nonce, got, got, len + 16), 0);
+			if (len)
+				assert_memory_equal(got, pt, len);
+		}
+	}
+}
+
+static void test_tamper(void **state)
+{
+	uint8_t key[32], nonce[12], pt[40], sealed[40 + 16], work[40 + 16], out[40];
+	(void)state;
+
+	randombytes_buf(key, sizeof(key));
+	randombytes_buf(nonce, sizeof(nonce));
+	randombytes_buf(pt, sizeof(pt));
+	for (size_t len = 0; len <= sizeof(pt); len += 20) {
+		ss_chacha_short_seal(key, nonce, sealed, pt, len);
+		for (size_t pos = 0; pos < len + 16; pos++) {
+			memcpy(work, sealed, len + 16);
+			work[pos] ^= (uint8_t)(0x80u >> (pos % 8));
+			memset(out, 0x55, sizeof(out));
+			assert_int_equal(ss_chacha_short_open(key, nonce, out, work, len + 16),
+					 -EBADMSG);
+			for (size_t k = 0; k < len; k++)
+				assert_int_equal(out[k], 0);
+		}
+		nonce[11] ^= 1;
+		assert_int_equal(ss_chacha_short_open(key, nonce, out, sealed, len + 16), -EBADMSG);
+		nonce[11] ^= 1;
+	}
+}
+
+/* Poly1305 where the accumulator ends at or just past 2^130 - 5, where the
+ * last carry and the conditional subtraction matter (in the manner of RFC
+ * 8439's appendix A.3 cases), with libsodium's as the reference; then
+ * random keys and messages. */
+static void test_poly1305_edges(void **state)
+{
+	static const struct {
+		uint8_t r0;   /* first byte of r; the rest of r is zero */
+		uint8_t fill; /* every message byte */
+		uint8_t s0;   /* first byte of s (0xff: s all ones) */
+		size_t len;
+	} cases[] = {
+	    {2, 0xff, 0, 16}, {2, 0xff, 0xff, 16}, {1, 0xff, 0, 48},    {1, 0xfb, 0, 48},
+	    {2, 0xff, 0, 32}, {1, 0xff, 0, 16},    {1, 0xff, 0xff, 64}, {0, 0xff, 0, 64},
+	};
+	uint8_t key[32], msg[80], want[16], got[16];
+	(void)state;
+
+	for (size_t i = 0; i < SS_ARRAY_LEN(cases); i++) {
+		memset(key, 0, sizeof(key));
+		key[0] = cases[i].r0;
+		if (cases[i].s0 == 0xff)
+			memset(key + 16, 0xff, 16);
+		memset(msg, cases[i].fill, sizeof(msg));
+		crypto_onetimeauth_poly1305(want, msg, cases[i].len, key);
+		ss_chacha_short_poly1305(key, msg, cases[i].len, got);
+		assert_memory_equal(got, want, 16);
+	}
+	for (int round = 0; round < 2000; round++) {
+		size_t len = 16 * (size_t)(round % 6);
+
+		randombytes_buf(key, sizeof(key));
+		randombytes_buf(msg, sizeof(msg));
+		if (round % 3 == 0)
+			memset(msg, 0xff, len);
+		crypto_onetimeauth_poly1305(want, msg, len, key);
+		ss_chacha_short_poly1305(key, msg, len, got);
+		assert_memory_equal(got, want, 16);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_against_sodium),
+	    cmocka_unit_test(test_tamper),
+	    cmocka_unit_test(test_poly1305_edges),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
