@@ -228,25 +228,31 @@ static void mac(const uint8_t otk[32], const uint8_t *ct, size_t len, uint8_t ta
 	poly_finish(&p, otk + 16, tag);
 }
 
-void ss_chacha_short_seal(const uint8_t key[32], const uint8_t nonce[12], uint8_t *out,
-			  const uint8_t *in, size_t len)
+int ss_chacha_short_seal(const uint8_t key[32], const uint8_t nonce[12], uint8_t *out,
+			 const uint8_t *in, size_t len)
 {
 	uint8_t ks[128];
 
+	if (len > SS_CHACHA_SHORT_MAX)
+		return -EINVAL;
 	chacha_two_blocks(key, nonce, ks);
 	for (size_t i = 0; i < len; i++)
 		out[i] = in[i] ^ ks[64 + i];
 	mac(ks, out, len, out + len);
 	sodium_memzero(ks, sizeof(ks));
+	return 0;
 }
 
 int ss_chacha_short_open(const uint8_t key[32], const uint8_t nonce[12], uint8_t *out,
 			 const uint8_t *in, size_t len)
 {
 	uint8_t ks[128], tag[16];
-	size_t n = len - 16;
+	size_t n;
 	int ok;
 
+	if (len < 16 || len > SS_CHACHA_SHORT_MAX + 16)
+		return -EBADMSG;
+	n = len - 16;
 	chacha_two_blocks(key, nonce, ks);
 	mac(ks, in, n, tag);
 	ok = sodium_memcmp(tag, in + n, 16) == 0;

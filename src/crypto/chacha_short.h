@@ -12,13 +12,13 @@
 #define SS_CHACHA_SHORT_MAX 64
 
 /* len <= SS_CHACHA_SHORT_MAX bytes of in to out, then the 16-byte tag at
- * out + len. in == out allowed. */
-void ss_chacha_short_seal(const uint8_t key[32], const uint8_t nonce[12], uint8_t *out,
-			  const uint8_t *in, size_t len);
+ * out + len. in == out allowed. 0, or -EINVAL for a longer message. */
+int ss_chacha_short_seal(const uint8_t key[32], const uint8_t nonce[12], uint8_t *out,
+			 const uint8_t *in, size_t len);
 
 /* len bytes (ciphertext then tag; 16 <= len <= SS_CHACHA_SHORT_MAX + 16) of
  * in to out, writing len - 16 bytes. in == out allowed. 0, or -EBADMSG when
- * the tag does not match (out then holds zeros). */
+ * the tag does not match (out then holds zeros) or len is out of range. */
 int ss_chacha_short_open(const uint8_t key[32], const uint8_t nonce[12], uint8_t *out,
 			 const uint8_t *in, size_t len);
 

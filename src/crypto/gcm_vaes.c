@@ -305,12 +305,16 @@ VGCM_TARGET static __m128i vgcm_crypt(const ss_vgcm_t *g, const uint8_t nonce[12
 	/* The lengths block: no associated data, total * 8 bits of text. */
 	y = _mm_xor_si128(y, _mm_set_epi64x(0, (long long)(total * 8)));
 	y = gf_mul(y, _mm_load_si128((const __m128i *)g->hpow[15]));
+	/* The round keys' copies the compiler keeps on the stack. */
+	sodium_memzero(rk, sizeof(rk));
 	return _mm_xor_si128(ej0, rev128(y));
 }
 
 int ss_vgcm_setkey(ss_vgcm_t *g, const uint8_t *key, size_t key_len)
 {
-	g->rounds = 0;
+	/* Nothing of a previous key survives, even where the new one fails
+	 * or schedules fewer rounds. */
+	ss_vgcm_wipe(g);
 	if (key_len != 16 && key_len != 24 && key_len != 32)
 		return -EINVAL;
 	if (key_len == 24 || !ss_vgcm_available())

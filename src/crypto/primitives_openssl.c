@@ -122,8 +122,7 @@ static int ossl_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, cons
 	if (s->vg.rounds)
 		return ss_vgcm_seal(&s->vg, nonce, out, in, len);
 	if (a->alg == SS_AEAD_CHACHA20_POLY1305 && len <= SS_CHACHA_SHORT_MAX) {
-		ss_chacha_short_seal(s->key, nonce, out, in, len);
-		return 0;
+		return ss_chacha_short_seal(s->key, nonce, out, in, len);
 	}
 	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
 		crypto_aead_xchacha20poly1305_ietf_encrypt_detached(out, out + len, NULL, in, len,

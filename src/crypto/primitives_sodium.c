@@ -149,10 +149,8 @@ static int sodium_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 			return -EIO;
 		return 0;
 	case IMPL_CHACHA:
-		if (len <= SS_CHACHA_SHORT_MAX) {
-			ss_chacha_short_seal(s->u.key, nonce, out, in, len);
-			return 0;
-		}
+		if (len <= SS_CHACHA_SHORT_MAX)
+			return ss_chacha_short_seal(s->u.key, nonce, out, in, len);
 		crypto_aead_chacha20poly1305_ietf_encrypt_detached(out, tag, NULL, in, len, NULL, 0,
 								   NULL, nonce, s->u.key);
 		return 0;

@@ -76,6 +76,26 @@ static void test_keys(void **state)
 	assert_int_equal(g.rounds, 0);
 	if (!ss_vgcm_available())
 		return;
+	/* One state re-keyed across sizes gives what a fresh one gives, and a
+	 * failed setkey leaves nothing of the last key behind. */
+	static const size_t sizes[] = {32, 16, 32, 32, 16};
+	for (size_t i = 0; i < SS_ARRAY_LEN(sizes); i++) {
+		ss_vgcm_t fresh;
+		uint8_t a[64 + 16], b[64 + 16];
+
+		key[1] = (uint8_t)i;
+		assert_int_equal(ss_vgcm_setkey(&g, key, sizes[i]), 0);
+		assert_int_equal(ss_vgcm_setkey(&fresh, key, sizes[i]), 0);
+		memset(a, 3, 64);
+		memset(b, 3, 64);
+		assert_int_equal(ss_vgcm_seal(&g, nonce, a, a, 64), 0);
+		assert_int_equal(ss_vgcm_seal(&fresh, nonce, b, b, 64), 0);
+		assert_memory_equal(a, b, sizeof(a));
+		ss_vgcm_wipe(&fresh);
+	}
+	assert_int_equal(ss_vgcm_setkey(&g, key, 24), -ENOTSUP);
+	for (size_t i = 0; i < sizeof(g); i++)
+		assert_int_equal(((const uint8_t *)&g)[i], 0);
 	assert_int_equal(ss_vgcm_setkey(&g, key, 16), 0);
 	assert_int_equal(ss_vgcm_seal(&g, nonce, buf, buf, 64), 0);
 	ss_vgcm_wipe(&g);
@@ -89,12 +109,19 @@ static void check_one(ss_vgcm_t *g, ss_aead_t *ref, const uint8_t *nonce, const 
 {
 	uint8_t *o = got + shift;
 
+	/* Bytes past the tag (and past the text, opening) stay as they were. */
+	memset(o + len + 16, 0xa5, 64);
+	memset(back + len, 0x5a, 64);
 	assert_int_equal(ss_crypto_sodium_portable.aead_seal(ref, nonce, want, pt, len), 0);
 	assert_int_equal(ss_vgcm_seal(g, nonce, o, pt, len), 0);
 	if (memcmp(o, want, len + 16) != 0)
 		fail_msg("seal differs at length %zu", len);
+	for (size_t i = 0; i < 64; i++)
+		assert_int_equal(o[len + 16 + i], 0xa5);
 	assert_int_equal(ss_vgcm_open(g, nonce, back, o, len + 16), 0);
 	assert_memory_equal(back, pt, len);
+	for (size_t i = 0; i < 64; i++)
+		assert_int_equal(back[len + i], 0x5a);
 	/* In place both ways. */
 	memcpy(o, pt, len);
 	assert_int_equal(ss_vgcm_seal(g, nonce, o, o, len), 0);
@@ -107,7 +134,7 @@ static void check_one(ss_vgcm_t *g, ss_aead_t *ref, const uint8_t *nonce, const 
 static void test_against_mbedtls(void **state)
 {
 	static const size_t big[] = {1023, 1024, 1025, 4095, 16256, 16383, 65408, 65535, 200001};
-	enum { MAX = 200001 + 16 + 64 };
+	enum { MAX = 200001 + 16 + 64 + 64 };
 	uint8_t *pt = malloc(MAX), *want = malloc(MAX), *got = malloc(MAX), *back = malloc(MAX);
 	(void)state;
 
@@ -150,7 +177,7 @@ static void test_against_mbedtls(void **state)
 static void test_tamper(void **state)
 {
 	static const size_t lens[] = {0, 1, 15, 16, 17, 255, 256, 257, 1000};
-	uint8_t key[32], nonce[12], pt[1000], sealed[1000 + 16], work[1000 + 16], out[1000];
+	uint8_t key[32], nonce[12], pt[1000], sealed[1000 + 16], work[1000 + 32], out[1000];
 	ss_vgcm_t g;
 	(void)state;
 
@@ -172,6 +199,12 @@ static void test_tamper(void **state)
 			for (size_t k = 0; k < len; k++)
 				assert_int_equal(out[k], 0);
 		}
+		/* In place too. */
+		memcpy(work, sealed, len + 16);
+		work[(len + 16) / 2] ^= 1;
+		assert_int_equal(ss_vgcm_open(&g, nonce, work, work, len + 16), -EBADMSG);
+		for (size_t k = 0; k < len; k++)
+			assert_int_equal(work[k], 0);
 		nonce[3] ^= 1;
 		assert_int_equal(ss_vgcm_open(&g, nonce, out, sealed, len + 16), -EBADMSG);
 		nonce[3] ^= 1;
