@@ -159,25 +159,18 @@ static void poly_finish(poly_t *p, const uint8_t s[16], uint8_t tag[16])
 {
 	uint64_t h0 = p->h0, h1 = p->h1, h2 = p->h2, g0, g1, g2, c, t0, t1;
 
-	/* Carry fully: h < 2^130. */
-	c = h1 >> 44;
-	h1 &= M44;
-	h2 += c;
-	c = h2 >> 42;
-	h2 &= M42;
-	h0 += c * 5;
-	c = h0 >> 44;
-	h0 &= M44;
-	h1 += c;
-	c = h1 >> 44;
-	h1 &= M44;
-	h2 += c;
-	c = h2 >> 42;
-	h2 &= M42;
-	h0 += c * 5;
-	c = h0 >> 44;
-	h0 &= M44;
-	h1 += c;
+	/* Carry fully (two rounds): h < 2^130. */
+	for (int round = 0; round < 2; round++) {
+		c = h1 >> 44;
+		h1 &= M44;
+		h2 += c;
+		c = h2 >> 42;
+		h2 &= M42;
+		h0 += c * 5;
+		c = h0 >> 44;
+		h0 &= M44;
+		h1 += c;
+	}
 
 	/* g = h + 5 - 2^130; take g where it does not go negative. */
 	g0 = h0 + 5;
