@@ -242,7 +242,7 @@ static int conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
 	return 0;
 }
 
-void ss_conn_slot_free(struct ss_instance *inst, ss_conn_t *c)
+void ss_conn_slot_free(ss_conn_t *c)
 {
 	for (int d = 0; d < 2; d++) {
 		if (c->dir[d].v2)
@@ -250,7 +250,6 @@ void ss_conn_slot_free(struct ss_instance *inst, ss_conn_t *c)
 		if (c->dir[d].v1)
 			ss_aead_stream_free(c->dir[d].v1);
 	}
-	(void)inst;
 }
 
 /* The decoder of the peer's stream: a server's of its clients' requests; a
@@ -284,7 +283,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	 * instead of running with half a cipher state. */
 	if (!c->inst && conn_slot_init(inst, c) < 0) {
 		ss_err("cannot set up the cipher state");
-		ss_conn_slot_free(inst, c);
+		ss_conn_slot_free(c);
 		memset(c, 0, sizeof(*c) + 2 * ss_conn_codec_size(inst));
 		ss_pool_put(&inst->conns, c);
 		close(fd);

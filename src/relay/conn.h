@@ -176,7 +176,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 		    socklen_t peerlen);
 void ss_conn_reap(struct ss_instance *inst);
 /* Releases what a slot keeps across connections (its cipher states). */
-void ss_conn_slot_free(struct ss_instance *inst, ss_conn_t *c);
+void ss_conn_slot_free(ss_conn_t *c);
 /* Leases the direction's buffer if it has none. */
 uint8_t *ss_conn_buf(ss_conn_t *c, int d);
 void ss_conn_buf_release(ss_conn_t *c, int d);

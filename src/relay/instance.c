@@ -22,16 +22,20 @@
 static size_t instance_max_conns(void)
 {
 	struct rlimit rl;
-	size_t n = 4096;
+	size_t n;
 
-	/* Two descriptors per connection, a few for listeners and the resolver,
-	 * and the splice pipes'. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		n = rl.rlim_cur > 64 + 4 * SPLICE_PIPES ? (rl.rlim_cur - 32 - 2 * SPLICE_PIPES) / 2
-		    : rl.rlim_cur > 64                  ? (rl.rlim_cur - 32) / 2
-							: 16;
-	else if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-		n = MAX_CONNS_CAP;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 4096;
+	if (rl.rlim_cur == RLIM_INFINITY)
+		return MAX_CONNS_CAP;
+	/* Two descriptors per connection, a few for listeners and the
+	 * resolver, and two per splice pipe where the limit leaves room. */
+	if (rl.rlim_cur > 64 + 4 * SPLICE_PIPES)
+		n = (rl.rlim_cur - 32 - 2 * SPLICE_PIPES) / 2;
+	else if (rl.rlim_cur > 64)
+		n = (rl.rlim_cur - 32) / 2;
+	else
+		n = 16;
 	return n > MAX_CONNS_CAP ? MAX_CONNS_CAP : n;
 }
 
@@ -393,7 +397,7 @@ void ss_instance_destroy(ss_instance_t *inst)
 	for (size_t i = 0; i < inst->conns.fresh; i++) {
 		ss_conn_t *c = ss_pool_at(&inst->conns, i);
 		if (c->inst)
-			ss_conn_slot_free(inst, c);
+			ss_conn_slot_free(c);
 	}
 	ev_prepare_stop(inst->loop, &inst->reaper);
 	ss_saltpool_free(&inst->saltpool);
