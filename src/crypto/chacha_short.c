@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include <sodium.h>
+#include "crypto/primitives.h"
 
 #define M44 0xfffffffffffULL
 #define M42 0x3ffffffffffULL
@@ -103,9 +103,9 @@ static void chacha_two_blocks(const uint8_t key[32], const uint8_t nonce[12], ui
 		st32(out + 4 * i, x[i] + in[i]);
 		st32(out + 64 + 4 * i, y[i] + in[i] + (i == 12));
 	}
-	sodium_memzero(in, sizeof(in));
-	sodium_memzero(x, sizeof(x));
-	sodium_memzero(y, sizeof(y));
+	ss_wipe(in, sizeof(in));
+	ss_wipe(x, sizeof(x));
+	ss_wipe(y, sizeof(y));
 }
 
 typedef struct {
@@ -197,7 +197,7 @@ static void poly_finish(poly_t *p, const uint8_t s[16], uint8_t tag[16])
 	h2 &= M42;
 	st64(tag, h0 | (h1 << 44));
 	st64(tag + 8, (h1 >> 20) | (h2 << 24));
-	sodium_memzero(p, sizeof(*p));
+	ss_wipe(p, sizeof(*p));
 }
 
 /* The tag over ct (len bytes): padded text, then the two lengths. */
@@ -232,7 +232,7 @@ int ss_chacha_short_seal(const uint8_t key[32], const uint8_t nonce[12], uint8_t
 	for (size_t i = 0; i < len; i++)
 		out[i] = in[i] ^ ks[64 + i];
 	mac(ks, out, len, out + len);
-	sodium_memzero(ks, sizeof(ks));
+	ss_wipe(ks, sizeof(ks));
 	return 0;
 }
 
@@ -248,10 +248,10 @@ int ss_chacha_short_open(const uint8_t key[32], const uint8_t nonce[12], uint8_t
 	n = len - 16;
 	chacha_two_blocks(key, nonce, ks);
 	mac(ks, in, n, tag);
-	ok = sodium_memcmp(tag, in + n, 16) == 0;
+	ok = ss_ct_equal(tag, in + n, 16);
 	for (size_t i = 0; i < n; i++)
 		out[i] = ok ? in[i] ^ ks[64 + i] : 0;
-	sodium_memzero(ks, sizeof(ks));
+	ss_wipe(ks, sizeof(ks));
 	return ok ? 0 : -EBADMSG;
 }
 

@@ -19,7 +19,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include <sodium.h>
+#include "crypto/primitives.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
@@ -167,8 +167,8 @@ VGCM_TARGET static int vgcm_setkey(ss_vgcm_t *g, const uint8_t *key, size_t key_
 		p = gf_mul(p, h);
 		_mm_store_si128((__m128i *)g->hpow[i], p);
 	}
-	sodium_memzero(rk, sizeof(rk));
-	sodium_memzero(q, sizeof(q));
+	ss_wipe(rk, sizeof(rk));
+	ss_wipe(q, sizeof(q));
 	return 0;
 }
 
@@ -306,7 +306,7 @@ VGCM_TARGET static __m128i vgcm_crypt(const ss_vgcm_t *g, const uint8_t nonce[12
 	y = _mm_xor_si128(y, _mm_set_epi64x(0, (long long)(total * 8)));
 	y = gf_mul(y, _mm_load_si128((const __m128i *)g->hpow[15]));
 	/* The round keys' copies the compiler keeps on the stack. */
-	sodium_memzero(rk, sizeof(rk));
+	ss_wipe(rk, sizeof(rk));
 	return _mm_xor_si128(ej0, rev128(y));
 }
 
@@ -351,8 +351,8 @@ int ss_vgcm_open(const ss_vgcm_t *g, const uint8_t nonce[12], uint8_t *out, cons
 	memcpy(want, in + n, 16);
 	tag = vgcm_crypt(g, nonce, out, in, n, false);
 	memcpy(got, &tag, 16);
-	if (sodium_memcmp(got, want, 16) != 0) {
-		sodium_memzero(out, n);
+	if (!ss_ct_equal(got, want, 16)) {
+		ss_wipe(out, n);
 		return -EBADMSG;
 	}
 	return 0;
@@ -390,5 +390,5 @@ int ss_vgcm_open(const ss_vgcm_t *g, const uint8_t nonce[12], uint8_t *out, cons
 
 void ss_vgcm_wipe(ss_vgcm_t *g)
 {
-	sodium_memzero(g, sizeof(*g));
+	ss_wipe(g, sizeof(*g));
 }

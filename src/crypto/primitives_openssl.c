@@ -78,8 +78,7 @@ static int ossl_aead_setkey(ss_aead_t *a, const uint8_t *key, size_t key_len)
 	const EVP_CIPHER *cipher;
 
 	a->keyed = false;
-	if (s->vg.rounds)
-		ss_vgcm_wipe(&s->vg);
+	/* ss_vgcm_setkey wipes the last key first, also when it refuses. */
 	if (a->alg == SS_AEAD_AES_GCM && ss_vgcm_setkey(&s->vg, key, key_len) == 0)
 		goto keyed;
 	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
