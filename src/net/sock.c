@@ -69,10 +69,26 @@ int ss_sock_listen_tcp(const struct sockaddr *addr, socklen_t len, const ss_sock
 	return fd;
 }
 
-int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o)
+bool ss_sockaddr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o,
+			bool *done)
 {
 	int one = 1, fd = sock_open(addr->sa_family, o);
 
+	*done = false;
 	if (fd < 0)
 		return fd;
 	if (o) {
@@ -96,6 +112,19 @@ int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_soc
 		int e = errno;
 		close(fd);
 		return -e;
+	}
+	/* A second connect tells how the first one ended: 0 once established,
+	 * EALREADY while the handshake runs, or the error it failed with. Fast
+	 * open defers the SYN to the first write, and MPTCP may still be
+	 * joining subflows, so those wait for writability as usual. */
+	if (!(o && (o->fast_open || o->mptcp)) && ss_sockaddr_is_loopback(addr)) {
+		if (connect(fd, addr, len) == 0) {
+			*done = true;
+		} else if (errno != EALREADY && errno != EINPROGRESS && errno != EINTR) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
 	}
 	return fd;
 }

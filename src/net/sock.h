@@ -20,8 +20,15 @@ typedef struct ss_sockopts {
 int ss_sock_listen_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o);
 
 /* Starts a non-blocking connect to addr. Returns the fd (connect in progress
- * or done) or -errno. With fast_open the first write carries the SYN. */
-int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o);
+ * or done) or -errno. With fast_open the first write carries the SYN. *done
+ * says whether the connection is already established: a plain TCP connect to
+ * a loopback address runs the whole handshake inside the call, so it is
+ * checked at once instead of through a wait for writability. */
+int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o,
+			bool *done);
+
+/* Whether sa is a loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104). */
+bool ss_sockaddr_is_loopback(const struct sockaddr *sa);
 
 /* A non-blocking UDP socket bound to addr (listening side; an IPv6 wildcard
  * is dual-stack). Returns the fd or -errno. */

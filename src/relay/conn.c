@@ -427,7 +427,8 @@ void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len)
 		ss_conn_close(c, "target refused: in the ACL's outbound block list");
 		return;
 	}
-	fd = ss_sock_connect_tcp(sa, len, &inst->outopts);
+	bool done;
+	fd = ss_sock_connect_tcp(sa, len, &inst->outopts, &done);
 	if (fd < 0) {
 		inst->ops->connected(c, -fd);
 		return;
@@ -437,6 +438,10 @@ void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len)
 	if (c->state != SS_CONN_RESOLVING)
 		c->deadline_connect = ev_now(inst->loop) + inst->connect_timeout;
 	c->state = SS_CONN_CONNECTING;
+	if (done) {
+		inst->ops->connected(c, 0);
+		return;
+	}
 	conn_arm_timer(c);
 	ss_conn_want(c, SS_OUT, EV_WRITE, true);
 }
