@@ -327,6 +327,10 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	conn_arm_timer(c);
 	ss_conn_want(c, SS_IN, EV_READ, true);
 	inst->ops->accepted(c);
+	/* A client that speaks first has usually sent its first bytes by the
+	 * time it is accepted: reading now spares a trip through the loop. */
+	if (inst->ops->client_first && c->state == SS_CONN_HANDSHAKE)
+		inst->ops->inbound(c);
 }
 
 void ss_conn_close(ss_conn_t *c, const char *reason)

@@ -136,6 +136,9 @@ typedef struct ss_handshake_ops {
 	/* true: inbound plaintext is encoded toward the outbound (ss-local,
 	 * ss-tunnel); false: inbound is decoded (ss-server). */
 	bool client;
+	/* The client speaks first (ss-server, SOCKS5); a tunnel's target may
+	 * speak first instead. */
+	bool client_first;
 	/* A new inbound connection; state is HANDSHAKE with inbound reads on. */
 	void (*accepted)(ss_conn_t *c);
 	/* Inbound readable during HANDSHAKE. */

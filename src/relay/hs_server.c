@@ -219,6 +219,7 @@ static void server_connected(ss_conn_t *c, int err)
 const ss_handshake_ops_t ss_hs_server = {
     .name = "server",
     .client = false,
+    .client_first = true,
     .accepted = server_accepted,
     .inbound = server_inbound,
     .connected = server_connected,

@@ -193,6 +193,7 @@ static void socks5_connected(ss_conn_t *c, int err)
 const ss_handshake_ops_t ss_hs_socks5 = {
     .name = "socks5",
     .client = true,
+    .client_first = true,
     .accepted = socks5_accepted,
     .inbound = socks5_inbound,
     .connected = socks5_connected,

@@ -73,6 +73,25 @@ def test_echo_small_writes(ss, echo):
         assert sslib.recv_exact(s, len(data)) == data
 
 
+@pytest.mark.parametrize("method", ("aes-256-gcm", "2022-blake3-aes-256-gcm"))
+def test_server_client_that_speaks_late(ss, echo, method):
+    """ss-server reads a new connection at once, as its client usually has
+    spoken by then; one that has not, and then sends its request in pieces,
+    is served all the same."""
+    server = ss.server(method=method)
+    payload = os.urandom(3000)
+    stream = sslib.capture_client_stream(ss.procs, ss.exe("ss-local"), server.method,
+                                         server.password, echo.addr, payload)
+    with sslib.connect(*server.addr) as h:
+        h.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        time.sleep(0.3)
+        for piece in (stream[:5], stream[5:40], stream[40:]):
+            h.sendall(piece)
+            time.sleep(0.1)
+        assert sslib.recv_exact(h, 16) != b"", "no answer to a late request"
+    assert echo.accepted == 1
+
+
 def test_parallel_64_connections(ss, echo, blob):
     n, size = 64, 256 * 1024
     data = blob(n * size)
