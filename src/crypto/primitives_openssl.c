@@ -1,7 +1,9 @@
 /* The fast backend: libcrypto EVP for AES-GCM, ChaCha20-Poly1305 and the AES
  * block cipher, except AES-128/256-GCM on CPUs with VAES, which comes from
- * gcm_vaes.c (several times libcrypto 3.0's speed there). XChaCha20-Poly1305
- * is not in OpenSSL and comes from libsodium. */
+ * gcm_vaes.c (several times libcrypto 3.0's speed there), and
+ * ChaCha20-Poly1305 on short messages (chacha_short.c) and on CPUs with
+ * AVX-512 IFMA (chacha_avx512.c). XChaCha20-Poly1305 is not in OpenSSL and
+ * comes from libsodium. */
 #ifdef SS_HAVE_OPENSSL
 
 /* SHA-1 low-level calls: the only allocation-free way to hash with
@@ -18,6 +20,7 @@
 #include <openssl/sha.h>
 #include <sodium.h>
 
+#include "crypto/chacha_avx512.h"
 #include "crypto/chacha_short.h"
 #include "crypto/gcm_vaes.h"
 #include "crypto/hkdf_sha1.h"
@@ -120,8 +123,11 @@ static int ossl_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, cons
 		return -EINVAL;
 	if (s->vg.rounds)
 		return ss_vgcm_seal(&s->vg, nonce, out, in, len);
-	if (a->alg == SS_AEAD_CHACHA20_POLY1305 && len <= SS_CHACHA_SHORT_MAX) {
-		return ss_chacha_short_seal(s->key, nonce, out, in, len);
+	if (a->alg == SS_AEAD_CHACHA20_POLY1305) {
+		if (len <= SS_CHACHA_SHORT_MAX)
+			return ss_chacha_short_seal(s->key, nonce, out, in, len);
+		if (ss_chacha512_available())
+			return ss_chacha512_seal(s->key, nonce, out, in, len);
 	}
 	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
 		crypto_aead_xchacha20poly1305_ietf_encrypt_detached(out, out + len, NULL, in, len,
@@ -154,8 +160,12 @@ static int ossl_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, cons
 	if (s->vg.rounds)
 		return ss_vgcm_open(&s->vg, nonce, out, in, len);
 	n = len - SS_AEAD_TAG_LEN;
-	if (a->alg == SS_AEAD_CHACHA20_POLY1305 && n <= SS_CHACHA_SHORT_MAX)
-		return ss_chacha_short_open(s->key, nonce, out, in, len);
+	if (a->alg == SS_AEAD_CHACHA20_POLY1305) {
+		if (n <= SS_CHACHA_SHORT_MAX)
+			return ss_chacha_short_open(s->key, nonce, out, in, len);
+		if (ss_chacha512_available())
+			return ss_chacha512_open(s->key, nonce, out, in, len);
+	}
 	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
 		if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(out, NULL, in, n, in + n,
 									NULL, 0, nonce, s->key))

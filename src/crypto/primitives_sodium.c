@@ -1,8 +1,10 @@
-/* The reference backend: libsodium for ChaCha20-Poly1305 and
+/* The reference backend: libsodium for ChaCha20-Poly1305 (chacha_avx512.c
+ * on CPUs with AVX-512 IFMA, chacha_short.c for short messages) and
  * XChaCha20-Poly1305; AES-GCM from gcm_vaes.c on CPUs with VAES, else
  * libsodium's AES-256-GCM on CPUs with AES-NI; mbedtls for every other
  * AES-GCM and for the AES block cipher. The portable variant takes AES-GCM
- * from mbedtls only. */
+ * from mbedtls only and ChaCha20-Poly1305 past the short path from
+ * libsodium only. */
 #include "crypto/primitives.h"
 
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <mbedtls/gcm.h>
 #include <sodium.h>
 
+#include "crypto/chacha_avx512.h"
 #include "crypto/chacha_short.h"
 #include "crypto/gcm_vaes.h"
 #include "crypto/hkdf_sha1.h"
@@ -151,6 +154,8 @@ static int sodium_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 	case IMPL_CHACHA:
 		if (len <= SS_CHACHA_SHORT_MAX)
 			return ss_chacha_short_seal(s->u.key, nonce, out, in, len);
+		if (!s->portable && ss_chacha512_available())
+			return ss_chacha512_seal(s->u.key, nonce, out, in, len);
 		crypto_aead_chacha20poly1305_ietf_encrypt_detached(out, tag, NULL, in, len, NULL, 0,
 								   NULL, nonce, s->u.key);
 		return 0;
@@ -189,6 +194,8 @@ static int sodium_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 	case IMPL_CHACHA:
 		if (n <= SS_CHACHA_SHORT_MAX)
 			return ss_chacha_short_open(s->u.key, nonce, out, in, len);
+		if (!s->portable && ss_chacha512_available())
+			return ss_chacha512_open(s->u.key, nonce, out, in, len);
 		rc = crypto_aead_chacha20poly1305_ietf_decrypt_detached(out, NULL, in, n, tag, NULL,
 									0, nonce, s->u.key);
 		break;

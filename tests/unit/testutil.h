@@ -3,6 +3,7 @@
 
 /* Helpers shared by the cmocka tests; include after <cmocka.h>. */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,37 @@ static inline size_t unhex(const char *hex, uint8_t *out)
 		out[i] = (uint8_t)v;
 	}
 	return n;
+}
+
+/* Whether /proc/cpuinfo's first "flags" line lists every one of need. */
+static inline bool cpu_has_flags(const char *const *need, size_t n)
+{
+	char line[8192];
+	bool found = false;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		char *nl = strchr(line, '\n');
+
+		found = true;
+		if (nl) /* so that every flag is followed by a space */
+			*nl = ' ';
+		for (size_t i = 0; i < n; i++) {
+			char word[40];
+
+			snprintf(word, sizeof(word), " %s ", need[i]);
+			if (!strstr(line, word)) {
+				fclose(f);
+				return false;
+			}
+		}
+		break;
+	}
+	fclose(f);
+	return found;
 }
 
 #endif

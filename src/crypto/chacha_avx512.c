@@ -1,0 +1,388 @@
+/* ChaCha20-Poly1305 with AVX-512 (see chacha_avx512.h).
+ *
+ * ChaCha20: sixteen blocks run side by side, word i of every block in
+ * register i (one block to a 32-bit lane), then a 16 x 16 transpose turns
+ * them back into sixteen 64-byte blocks to XOR. Block 0 of the first batch
+ * is the one-time Poly1305 key; its other fifteen blocks start the text.
+ *
+ * Poly1305: the 44/44/42-bit limbs of poly1305_44.h, eight blocks to a
+ * register (one to a 64-bit lane), multiplied with the 52-bit multiply-add
+ * instructions, whose low and high halves land 52 bits apart: a high half
+ * moves up a limb shifted left by 8, and the top limb's high half (2^140)
+ * folds back to the bottom times 5 * 2^10. Two sets of lanes take sixteen
+ * blocks a step, each multiplied by r^16; at the end lane i of the first
+ * set is multiplied by r^(16-i), of the second by r^(8-i), and the lanes are
+ * summed. What is left over (fewer than sixteen blocks, the padding and the
+ * lengths) goes through the 64-bit code. */
+#include "crypto/chacha_avx512.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "crypto/poly1305_44.h"
+#include "crypto/primitives.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <immintrin.h>
+
+#define CC_TARGET __attribute__((target("avx512f,avx512bw,avx512ifma")))
+#define CC_INLINE static inline __attribute__((always_inline)) CC_TARGET
+/* Small fixed loops unrolled, so their registers stay registers. */
+#define CC_UNROLL _Pragma("GCC unroll 16")
+
+/* Blocks 1 .. 2^32 - 1 carry text. */
+#define CC_MAX_LEN ((((uint64_t)1) << 38) - 64)
+
+bool ss_chacha512_available(void)
+{
+	static int known = -1;
+
+	if (known < 0) {
+		__builtin_cpu_init();
+		known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+			__builtin_cpu_supports("avx512ifma");
+	}
+	return known == 1;
+}
+
+#define CC_QR(a, b, c, d)                                                                          \
+	do {                                                                                       \
+		a = _mm512_add_epi32(a, b);                                                        \
+		d = _mm512_rol_epi32(_mm512_xor_si512(d, a), 16);                                  \
+		c = _mm512_add_epi32(c, d);                                                        \
+		b = _mm512_rol_epi32(_mm512_xor_si512(b, c), 12);                                  \
+		a = _mm512_add_epi32(a, b);                                                        \
+		d = _mm512_rol_epi32(_mm512_xor_si512(d, a), 8);                                   \
+		c = _mm512_add_epi32(c, d);                                                        \
+		b = _mm512_rol_epi32(_mm512_xor_si512(b, c), 7);                                   \
+	} while (0)
+
+/* The input words of sixteen blocks from counter 0 up: base[i] holds word
+ * i of every block, base[12] counts 0..15. */
+CC_INLINE void cc_setup(__m512i base[16], const uint8_t key[32], const uint8_t nonce[12])
+{
+	base[0] = _mm512_set1_epi32(0x61707865);
+	base[1] = _mm512_set1_epi32(0x3320646e);
+	base[2] = _mm512_set1_epi32(0x79622d32);
+	base[3] = _mm512_set1_epi32(0x6b206574);
+	CC_UNROLL for (int i = 0; i < 8; i++) base[4 + i] =
+	    _mm512_set1_epi32((int)p44_ld32(key + 4 * i));
+	base[12] = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	CC_UNROLL for (int i = 0; i < 3; i++) base[13 + i] =
+	    _mm512_set1_epi32((int)p44_ld32(nonce + 4 * i));
+}
+
+/* Sixteen blocks of keystream for base, as o[b] = block b. */
+CC_INLINE void cc_blocks(const __m512i base[16], __m512i o[16])
+{
+	__m512i x[16], t[4], u[16];
+
+	CC_UNROLL for (int i = 0; i < 16; i++) x[i] = base[i];
+	for (int r = 0; r < 10; r++) {
+		CC_QR(x[0], x[4], x[8], x[12]);
+		CC_QR(x[1], x[5], x[9], x[13]);
+		CC_QR(x[2], x[6], x[10], x[14]);
+		CC_QR(x[3], x[7], x[11], x[15]);
+		CC_QR(x[0], x[5], x[10], x[15]);
+		CC_QR(x[1], x[6], x[11], x[12]);
+		CC_QR(x[2], x[7], x[8], x[13]);
+		CC_QR(x[3], x[4], x[9], x[14]);
+	}
+	CC_UNROLL for (int i = 0; i < 16; i++) x[i] = _mm512_add_epi32(x[i], base[i]);
+	/* Within each 128-bit lane k, words 4g..4g+3 of block j + 4k end up
+	 * in u[4g + j]. */
+	CC_UNROLL for (int g = 0; g < 4; g++)
+	{
+		const __m512i *v = x + 4 * g;
+		t[0] = _mm512_unpacklo_epi32(v[0], v[1]);
+		t[1] = _mm512_unpackhi_epi32(v[0], v[1]);
+		t[2] = _mm512_unpacklo_epi32(v[2], v[3]);
+		t[3] = _mm512_unpackhi_epi32(v[2], v[3]);
+		u[4 * g + 0] = _mm512_unpacklo_epi64(t[0], t[2]);
+		u[4 * g + 1] = _mm512_unpackhi_epi64(t[0], t[2]);
+		u[4 * g + 2] = _mm512_unpacklo_epi64(t[1], t[3]);
+		u[4 * g + 3] = _mm512_unpackhi_epi64(t[1], t[3]);
+	}
+	/* Then the four quarters of each block come together. */
+	CC_UNROLL for (int j = 0; j < 4; j++)
+	{
+		__m512i a = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x88);
+		__m512i b = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x88);
+		__m512i c = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xdd);
+		__m512i d = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xdd);
+		o[j] = _mm512_shuffle_i32x4(a, b, 0x88);
+		o[j + 8] = _mm512_shuffle_i32x4(a, b, 0xdd);
+		o[j + 4] = _mm512_shuffle_i32x4(c, d, 0x88);
+		o[j + 12] = _mm512_shuffle_i32x4(c, d, 0xdd);
+	}
+}
+
+/* XORs blocks o[j0..15] over the first bytes of in (len at most); returns
+ * how many bytes that was. */
+CC_INLINE size_t cc_xor(const __m512i o[16], int j0, uint8_t *out, const uint8_t *in, size_t len)
+{
+	size_t done = 0;
+
+	if (j0 == 0 && len >= 1024) {
+		CC_UNROLL for (int b = 0; b < 16; b++) _mm512_storeu_si512(
+		    out + 64 * b, _mm512_xor_si512(o[b], _mm512_loadu_si512(in + 64 * b)));
+		return 1024;
+	}
+	for (int b = j0; b < 16 && done < len; b++) {
+		size_t n = len - done < 64 ? len - done : 64;
+		__mmask64 m = n == 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1;
+		_mm512_mask_storeu_epi8(
+		    out + done, m, _mm512_xor_si512(o[b], _mm512_maskz_loadu_epi8(m, in + done)));
+		done += n;
+	}
+	return done;
+}
+
+/* The text after batch 0 (whose blocks 1..15 are in o): out = in ^ stream. */
+CC_TARGET static void cc_stream(__m512i base[16], __m512i o[16], uint8_t *out, const uint8_t *in,
+				size_t len)
+{
+	size_t d = cc_xor(o, 1, out, in, len);
+
+	while ((len -= d) > 0) {
+		out += d;
+		in += d;
+		base[12] = _mm512_add_epi32(base[12], _mm512_set1_epi32(16));
+		cc_blocks(base, o);
+		d = cc_xor(o, 0, out, in, len);
+	}
+}
+
+/* h = h * r (per lane) for limbs h, r and s = 20 r of the upper two. */
+CC_INLINE void pv_mul(__m512i h[3], const __m512i r[5])
+{
+	const __m512i z = _mm512_setzero_si512();
+	const __m512i m44 = _mm512_set1_epi64(P44_M44), m42 = _mm512_set1_epi64(P44_M42);
+	/* d_k = sum of h_i r_j at limb k, low and high 52-bit halves. */
+	__m512i d0l = _mm512_madd52lo_epu64(z, h[0], r[0]),
+		d0h = _mm512_madd52hi_epu64(z, h[0], r[0]);
+	__m512i d1l = _mm512_madd52lo_epu64(z, h[0], r[1]),
+		d1h = _mm512_madd52hi_epu64(z, h[0], r[1]);
+	__m512i d2l = _mm512_madd52lo_epu64(z, h[0], r[2]),
+		d2h = _mm512_madd52hi_epu64(z, h[0], r[2]);
+	d0l = _mm512_madd52lo_epu64(d0l, h[1], r[4]);
+	d0h = _mm512_madd52hi_epu64(d0h, h[1], r[4]);
+	d1l = _mm512_madd52lo_epu64(d1l, h[1], r[0]);
+	d1h = _mm512_madd52hi_epu64(d1h, h[1], r[0]);
+	d2l = _mm512_madd52lo_epu64(d2l, h[1], r[1]);
+	d2h = _mm512_madd52hi_epu64(d2h, h[1], r[1]);
+	d0l = _mm512_madd52lo_epu64(d0l, h[2], r[3]);
+	d0h = _mm512_madd52hi_epu64(d0h, h[2], r[3]);
+	d1l = _mm512_madd52lo_epu64(d1l, h[2], r[4]);
+	d1h = _mm512_madd52hi_epu64(d1h, h[2], r[4]);
+	d2l = _mm512_madd52lo_epu64(d2l, h[2], r[0]);
+	d2h = _mm512_madd52hi_epu64(d2h, h[2], r[0]);
+	/* High halves sit 52 bits up: 8 bits into the next limb; the top
+	 * one's 2^140 is 2^10 * 2^130, which is 5 * 2^10. */
+	__m512i t0 = _mm512_add_epi64(
+	    d0l, _mm512_add_epi64(_mm512_slli_epi64(d2h, 10), _mm512_slli_epi64(d2h, 12)));
+	__m512i t1 = _mm512_add_epi64(d1l, _mm512_slli_epi64(d0h, 8));
+	__m512i t2 = _mm512_add_epi64(d2l, _mm512_slli_epi64(d1h, 8));
+	__m512i c = _mm512_srli_epi64(t0, 44);
+	t0 = _mm512_and_si512(t0, m44);
+	t1 = _mm512_add_epi64(t1, c);
+	c = _mm512_srli_epi64(t1, 44);
+	t1 = _mm512_and_si512(t1, m44);
+	t2 = _mm512_add_epi64(t2, c);
+	c = _mm512_srli_epi64(t2, 42);
+	t2 = _mm512_and_si512(t2, m42);
+	t0 = _mm512_add_epi64(t0, _mm512_add_epi64(c, _mm512_slli_epi64(c, 2)));
+	c = _mm512_srli_epi64(t0, 44);
+	h[0] = _mm512_and_si512(t0, m44);
+	h[1] = _mm512_add_epi64(t1, c);
+	h[2] = t2;
+}
+
+/* h += the limbs of the eight blocks at p, block i in lane i. */
+CC_INLINE void pv_add_blocks(__m512i h[3], const uint8_t *p)
+{
+	const __m512i even = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+	const __m512i odd = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+	const __m512i m44 = _mm512_set1_epi64(P44_M44);
+	__m512i a = _mm512_loadu_si512(p), b = _mm512_loadu_si512(p + 64);
+	__m512i lo = _mm512_permutex2var_epi64(a, even, b);
+	__m512i hi = _mm512_permutex2var_epi64(a, odd, b);
+
+	h[0] = _mm512_add_epi64(h[0], _mm512_and_si512(lo, m44));
+	h[1] = _mm512_add_epi64(
+	    h[1], _mm512_and_si512(
+		      _mm512_or_si512(_mm512_srli_epi64(lo, 44), _mm512_slli_epi64(hi, 20)), m44));
+	h[2] = _mm512_add_epi64(
+	    h[2], _mm512_or_si512(_mm512_srli_epi64(hi, 24), _mm512_set1_epi64(1ULL << 40)));
+}
+
+/* r[] for pv_mul from limbs set per lane. */
+CC_INLINE void pv_key(__m512i r[5], __m512i r0, __m512i r1, __m512i r2)
+{
+	r[0] = r0;
+	r[1] = r1;
+	r[2] = r2;
+	r[3] = _mm512_add_epi64(_mm512_slli_epi64(r1, 4), _mm512_slli_epi64(r1, 2));
+	r[4] = _mm512_add_epi64(_mm512_slli_epi64(r2, 4), _mm512_slli_epi64(r2, 2));
+}
+
+/* Lane i gets limb l of r^(top - i). */
+CC_INLINE __m512i pv_powers(uint64_t pw[17][3], int top, int l)
+{
+	return _mm512_setr_epi64((long long)pw[top][l], (long long)pw[top - 1][l],
+				 (long long)pw[top - 2][l], (long long)pw[top - 3][l],
+				 (long long)pw[top - 4][l], (long long)pw[top - 5][l],
+				 (long long)pw[top - 6][l], (long long)pw[top - 7][l]);
+}
+
+/* The first n blocks of m (n a multiple of 16, at least 32) into p, whose
+ * accumulator is zero. */
+CC_TARGET static void pv_blocks(p44_t *p, const uint8_t *m, size_t n)
+{
+	uint64_t pw[17][3], c;
+	__m512i r16[5], r[5], a[3], b[3];
+
+	memcpy(pw[1], p->r, sizeof(pw[1]));
+	for (int k = 2; k <= 16; k++) {
+		memcpy(pw[k], pw[k - 1], sizeof(pw[k]));
+		p44_mul(pw[k], p->r);
+	}
+	pv_key(r16, _mm512_set1_epi64((long long)pw[16][0]),
+	       _mm512_set1_epi64((long long)pw[16][1]), _mm512_set1_epi64((long long)pw[16][2]));
+	a[0] = a[1] = a[2] = b[0] = b[1] = b[2] = _mm512_setzero_si512();
+	pv_add_blocks(a, m);
+	pv_add_blocks(b, m + 128);
+	for (size_t i = 16; i < n; i += 16) {
+		pv_mul(a, r16);
+		pv_mul(b, r16);
+		pv_add_blocks(a, m + 16 * i);
+		pv_add_blocks(b, m + 16 * i + 128);
+	}
+	pv_key(r, pv_powers(pw, 16, 0), pv_powers(pw, 16, 1), pv_powers(pw, 16, 2));
+	pv_mul(a, r);
+	pv_key(r, pv_powers(pw, 8, 0), pv_powers(pw, 8, 1), pv_powers(pw, 8, 2));
+	pv_mul(b, r);
+	/* Eight lanes of limbs below 2^45 sum well within 64 bits. */
+	uint64_t h0 = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(a[0], b[0]));
+	uint64_t h1 = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(a[1], b[1]));
+	uint64_t h2 = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(a[2], b[2]));
+	c = h0 >> 44;
+	h0 &= P44_M44;
+	h1 += c;
+	c = h1 >> 44;
+	h1 &= P44_M44;
+	h2 += c;
+	c = h2 >> 42;
+	h2 &= P44_M42;
+	h0 += c * 5;
+	c = h0 >> 44;
+	p->h[0] = h0 & P44_M44;
+	p->h[1] = h1 + c;
+	p->h[2] = h2;
+	ss_wipe(pw, sizeof(pw));
+}
+
+/* The AEAD tag over len bytes of ct with the one-time key otk. */
+static void cc_mac(const uint8_t otk[32], const uint8_t *ct, size_t len, uint8_t tag[16])
+{
+	size_t nb = len / 16, off = 0;
+	p44_t p;
+
+	p44_init(&p, otk);
+	if (nb >= 32) {
+		nb &= ~(size_t)15;
+		pv_blocks(&p, ct, nb);
+		off = 16 * nb;
+	}
+	p44_aead_finish(&p, ct, off, len, otk, tag);
+}
+
+/* Batch 0 for key and nonce: base set up, o holding its blocks, otk the
+ * first 32 bytes of block 0. */
+CC_TARGET static void cc_start(__m512i base[16], __m512i o[16], const uint8_t key[32],
+			       const uint8_t nonce[12], uint8_t otk[64])
+{
+	cc_setup(base, key, nonce);
+	cc_blocks(base, o);
+	_mm512_storeu_si512(otk, o[0]);
+}
+
+int ss_chacha512_seal(const uint8_t key[32], const uint8_t nonce[12], uint8_t *out,
+		      const uint8_t *in, size_t len)
+{
+	__m512i base[16], o[16];
+	uint8_t otk[64];
+
+	if (!ss_chacha512_available())
+		return -ENOTSUP;
+	if ((uint64_t)len > CC_MAX_LEN)
+		return -EINVAL;
+	cc_start(base, o, key, nonce, otk);
+	cc_stream(base, o, out, in, len);
+	cc_mac(otk, out, len, out + len);
+	ss_wipe(base, sizeof(base));
+	ss_wipe(o, sizeof(o));
+	ss_wipe(otk, sizeof(otk));
+	return 0;
+}
+
+int ss_chacha512_open(const uint8_t key[32], const uint8_t nonce[12], uint8_t *out,
+		      const uint8_t *in, size_t len)
+{
+	__m512i base[16], o[16];
+	uint8_t otk[64], tag[16];
+	size_t n;
+	int ok;
+
+	if (!ss_chacha512_available())
+		return -ENOTSUP;
+	if (len < 16)
+		return -EBADMSG;
+	n = len - 16;
+	if ((uint64_t)n > CC_MAX_LEN)
+		return -EINVAL;
+	/* The tag is checked first, so nothing is decrypted for a forgery. */
+	cc_start(base, o, key, nonce, otk);
+	cc_mac(otk, in, n, tag);
+	ok = ss_ct_equal(tag, in + n, 16);
+	if (ok)
+		cc_stream(base, o, out, in, n);
+	else
+		ss_wipe(out, n);
+	ss_wipe(base, sizeof(base));
+	ss_wipe(o, sizeof(o));
+	ss_wipe(otk, sizeof(otk));
+	return ok ? 0 : -EBADMSG;
+}
+
+#else /* not x86-64 */
+
+bool ss_chacha512_available(void)
+{
+	return false;
+}
+
+int ss_chacha512_seal(const uint8_t key[32], const uint8_t nonce[12], uint8_t *out,
+		      const uint8_t *in, size_t len)
+{
+	(void)key;
+	(void)nonce;
+	(void)out;
+	(void)in;
+	(void)len;
+	return -ENOTSUP;
+}
+
+int ss_chacha512_open(const uint8_t key[32], const uint8_t nonce[12], uint8_t *out,
+		      const uint8_t *in, size_t len)
+{
+	(void)key;
+	(void)nonce;
+	(void)out;
+	(void)in;
+	(void)len;
+	return -ENOTSUP;
+}
+
+#endif
