@@ -28,4 +28,20 @@ int ss_chacha512_seal(const uint8_t key[32], const uint8_t nonce[12], uint8_t *o
 int ss_chacha512_open(const uint8_t key[32], const uint8_t nonce[12], uint8_t *out,
 		      const uint8_t *in, size_t len);
 
+/* A SIP004 chunk in one pass: the 2-byte length at chunk sealed with nonce
+ * n1 (its tag at chunk + 2), the n payload bytes at chunk + 18 with nonce
+ * n2, both in place; the length's two ChaCha20 blocks ride in the
+ * payload's first batch. 0, or -ENOTSUP without the CPU support. */
+int ss_chacha512_seal_chunk(const uint8_t key[32], const uint8_t n1[12], const uint8_t n2[12],
+			    uint8_t *chunk, size_t n);
+
+/* Its inverse on the avail bytes at chunk (at least 18): opens the length
+ * in place into *plen, and when the whole payload is there (avail >= 18 +
+ * *plen + 16) the payload in place too. 1: both opened; 0: the length
+ * only; -EBADMSG: a tag does not match, or the length is 0 or above max
+ * (the payload is then left as it was); -EINVAL: avail < 18; -ENOTSUP
+ * without the CPU support. */
+int ss_chacha512_open_chunk(const uint8_t key[32], const uint8_t n1[12], const uint8_t n2[12],
+			    uint8_t *chunk, size_t avail, size_t max, size_t *plen);
+
 #endif

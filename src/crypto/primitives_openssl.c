@@ -185,6 +185,22 @@ static int ossl_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, cons
 	return 0;
 }
 
+static int ossl_aead_seal_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2, uint8_t *chunk,
+				size_t n)
+{
+	if (!a->keyed || a->alg != SS_AEAD_CHACHA20_POLY1305)
+		return -ENOTSUP;
+	return ss_chacha512_seal_chunk(st(a)->key, n1, n2, chunk, n);
+}
+
+static int ossl_aead_open_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2, uint8_t *chunk,
+				size_t avail, size_t max, size_t *plen)
+{
+	if (!a->keyed || a->alg != SS_AEAD_CHACHA20_POLY1305)
+		return -ENOTSUP;
+	return ss_chacha512_open_chunk(st(a)->key, n1, n2, chunk, avail, max, plen);
+}
+
 static void ossl_aead_wipe(ss_aead_t *a)
 {
 	ossl_state_t *s = st(a);
@@ -377,6 +393,8 @@ const ss_crypto_backend_t ss_crypto_openssl = {
     .aead_setkey = ossl_aead_setkey,
     .aead_seal = ossl_aead_seal,
     .aead_open = ossl_aead_open,
+    .aead_seal_chunk = ossl_aead_seal_chunk,
+    .aead_open_chunk = ossl_aead_open_chunk,
     .aead_free = ossl_aead_free,
     .hkdf_sha1 = ossl_hkdf_sha1,
     .aead_wipe = ossl_aead_wipe,

@@ -306,12 +306,34 @@ static void mbed_aes_free(ss_aes_block_t *b)
 	b->key_len = 0;
 }
 
+static int sodium_aead_seal_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2,
+				  uint8_t *chunk, size_t n)
+{
+	sodium_state_t *s = st(a);
+
+	if (s->impl != IMPL_CHACHA)
+		return -ENOTSUP;
+	return ss_chacha512_seal_chunk(s->u.key, n1, n2, chunk, n);
+}
+
+static int sodium_aead_open_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2,
+				  uint8_t *chunk, size_t avail, size_t max, size_t *plen)
+{
+	sodium_state_t *s = st(a);
+
+	if (s->impl != IMPL_CHACHA)
+		return -ENOTSUP;
+	return ss_chacha512_open_chunk(s->u.key, n1, n2, chunk, avail, max, plen);
+}
+
 const ss_crypto_backend_t ss_crypto_sodium = {
     .name = "sodium",
     .aead_init = sodium_aead_init,
     .aead_setkey = sodium_aead_setkey,
     .aead_seal = sodium_aead_seal,
     .aead_open = sodium_aead_open,
+    .aead_seal_chunk = sodium_aead_seal_chunk,
+    .aead_open_chunk = sodium_aead_open_chunk,
     .aead_free = sodium_aead_free,
     .hkdf_sha1 = sodium_hkdf_sha1,
     .aead_wipe = sodium_aead_wipe,

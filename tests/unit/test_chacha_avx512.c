@@ -1,6 +1,7 @@
 /* The AVX-512 ChaCha20-Poly1305 against libsodium's on every length up to
  * a few ChaCha20 batches and Poly1305 steps and on the relay's chunk sizes,
- * in place and not, and against tampering. */
+ * in place and not, and against tampering; and SIP004 chunks sealed and
+ * opened in one pass against libsodium sealing their two parts. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -149,12 +150,89 @@ static void test_tamper(void **state)
 	assert_int_equal(ss_chacha512_open(key, nonce, out, sealed, 15), -EBADMSG);
 }
 
+/* A SIP004 chunk (length with n1, payload with n2) as libsodium seals its
+ * two parts. */
+static void ref_chunk(const uint8_t *key, const uint8_t *n1, const uint8_t *n2, const uint8_t *pt,
+		      size_t n, uint8_t *chunk)
+{
+	uint8_t len[2] = {(uint8_t)(n >> 8), (uint8_t)n};
+
+	crypto_aead_chacha20poly1305_ietf_encrypt_detached(chunk, chunk + 2, NULL, len, 2, NULL, 0,
+							   NULL, n1, key);
+	crypto_aead_chacha20poly1305_ietf_encrypt_detached(chunk + 18, chunk + 18 + n, NULL, pt, n,
+							   NULL, 0, NULL, n2, key);
+}
+
+static void test_chunks(void **state)
+{
+	enum { MAX = 0x3FFF + 34 + 64 };
+	static uint8_t pt[MAX], want[MAX], got[MAX];
+	uint8_t key[32], n1[12], n2[12];
+	size_t plen;
+	(void)state;
+
+	if (!ss_chacha512_available())
+		return;
+	ss_random_bytes(pt, sizeof(pt));
+	for (size_t n = 1; n <= 0x3FFF; n += (n < 1100 ? 1 : n < 16000 ? 331 : 1)) {
+		ss_random_bytes(key, sizeof(key));
+		ss_random_bytes(n1, sizeof(n1));
+		memcpy(n2, n1, sizeof(n2));
+		n2[0] ^= 1;
+		ref_chunk(key, n1, n2, pt, n, want);
+		got[0] = (uint8_t)(n >> 8);
+		got[1] = (uint8_t)n;
+		memcpy(got + 18, pt, n);
+		memset(got + 34 + n, 0xa5, 64);
+		assert_int_equal(ss_chacha512_seal_chunk(key, n1, n2, got, n), 0);
+		if (memcmp(got, want, n + 34) != 0)
+			fail_msg("chunk differs at payload %zu", n);
+		for (size_t i = 0; i < 64; i++)
+			assert_int_equal(got[34 + n + i], 0xa5);
+
+		/* The whole chunk: both parts open in place. */
+		memcpy(got, want, n + 34);
+		plen = 0;
+		assert_int_equal(ss_chacha512_open_chunk(key, n1, n2, got, n + 34, 0x3FFF, &plen),
+				 1);
+		assert_int_equal(plen, n);
+		assert_int_equal(got[0], (uint8_t)(n >> 8));
+		assert_int_equal(got[1], (uint8_t)n);
+		assert_memory_equal(got + 18, pt, n);
+
+		/* Part of the payload: the length alone, the rest untouched. */
+		size_t avail = 18 + (n * 7) % (n + 16);
+		memcpy(got, want, n + 34);
+		plen = 0;
+		assert_int_equal(ss_chacha512_open_chunk(key, n1, n2, got, avail, 0x3FFF, &plen),
+				 0);
+		assert_int_equal(plen, n);
+		assert_memory_equal(got + 18, want + 18, n + 16);
+		/* A length over the caller's limit, a forged length, a forged
+		 * payload. */
+		memcpy(got, want, n + 34);
+		assert_int_equal(ss_chacha512_open_chunk(key, n1, n2, got, n + 34, n - 1, &plen),
+				 -EBADMSG);
+		memcpy(got, want, n + 34);
+		got[n % 18] ^= 0x10;
+		assert_int_equal(ss_chacha512_open_chunk(key, n1, n2, got, n + 34, 0x3FFF, &plen),
+				 -EBADMSG);
+		memcpy(got, want, n + 34);
+		got[18 + (n * 5) % (n + 16)] ^= 0x01;
+		assert_int_equal(ss_chacha512_open_chunk(key, n1, n2, got, n + 34, 0x3FFF, &plen),
+				 -EBADMSG);
+		assert_int_equal(plen, n);
+	}
+	assert_int_equal(ss_chacha512_open_chunk(key, n1, n2, got, 17, 0x3FFF, &plen), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_available_matches_cpu),
 	    cmocka_unit_test(test_against_libsodium),
 	    cmocka_unit_test(test_tamper),
+	    cmocka_unit_test(test_chunks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
