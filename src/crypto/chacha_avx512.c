@@ -251,7 +251,7 @@ CC_INLINE __m512i pv_powers(uint64_t pw[17][3], int top, int l)
  * accumulator is zero. */
 CC_TARGET static void pv_blocks(p44_t *p, const uint8_t *m, size_t n)
 {
-	uint64_t pw[17][3], c;
+	uint64_t pw[17][3];
 	__m512i r16[5], r[5], a[3], b[3];
 
 	/* r^k = r^(k - h) * r^h with h the highest power of two below k: four
@@ -279,22 +279,9 @@ CC_TARGET static void pv_blocks(p44_t *p, const uint8_t *m, size_t n)
 	pv_key(r, pv_powers(pw, 8, 0), pv_powers(pw, 8, 1), pv_powers(pw, 8, 2));
 	pv_mul(b, r);
 	/* Eight lanes of limbs below 2^45 sum well within 64 bits. */
-	uint64_t h0 = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(a[0], b[0]));
-	uint64_t h1 = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(a[1], b[1]));
-	uint64_t h2 = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(a[2], b[2]));
-	c = h0 >> 44;
-	h0 &= P44_M44;
-	h1 += c;
-	c = h1 >> 44;
-	h1 &= P44_M44;
-	h2 += c;
-	c = h2 >> 42;
-	h2 &= P44_M42;
-	h0 += c * 5;
-	c = h0 >> 44;
-	p->h[0] = h0 & P44_M44;
-	p->h[1] = h1 + c;
-	p->h[2] = h2;
+	for (int l = 0; l < 3; l++)
+		p->h[l] = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(a[l], b[l]));
+	p44_carry(p->h);
 	ss_wipe(pw, sizeof(pw));
 }
 
@@ -355,6 +342,7 @@ CC_TARGET static int cc_open(const uint8_t key[32], const uint8_t nonce[12], uin
 	ss_wipe(base, sizeof(base));
 	ss_wipe(o, sizeof(o));
 	ss_wipe(otk, sizeof(otk));
+	ss_wipe(tag, sizeof(tag));
 	return ok ? 0 : -EBADMSG;
 }
 
@@ -459,6 +447,7 @@ out:
 	ss_wipe(base, sizeof(base));
 	ss_wipe(o, sizeof(o));
 	ss_wipe(ks, sizeof(ks));
+	ss_wipe(tag, sizeof(tag));
 	return rc;
 }
 

@@ -38,9 +38,11 @@ int ss_chacha512_seal_chunk(const uint8_t key[32], const uint8_t n1[12], const u
 /* Its inverse on the avail bytes at chunk (at least 18): opens the length
  * in place into *plen, and when the whole payload is there (avail >= 18 +
  * *plen + 16) the payload in place too. 1: both opened; 0: the length
- * only; -EBADMSG: a tag does not match, or the length is 0 or above max
- * (the payload is then left as it was); -EINVAL: avail < 18; -ENOTSUP
- * without the CPU support. */
+ * only, its 18 bytes now taken (decrypted in place: not to be passed in
+ * again; the payload opens later with ss_chacha512_open and n2);
+ * -EBADMSG: a tag does not match, or the length is 0 or above max (the
+ * payload is then left as it was); -EINVAL: avail < 18; -ENOTSUP without
+ * the CPU support. */
 int ss_chacha512_open_chunk(const uint8_t key[32], const uint8_t n1[12], const uint8_t n2[12],
 			    uint8_t *chunk, size_t avail, size_t max, size_t *plen);
 

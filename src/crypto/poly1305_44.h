@@ -80,6 +80,25 @@ static inline void p44_mul(uint64_t x[3], const uint64_t r[3])
 	x[1] += c;
 }
 
+/* Carries limbs a few bits over their width back to 44/44/42 bits (the
+ * middle limb up to 2^44 + 2^10). */
+static inline void p44_carry(uint64_t h[3])
+{
+	uint64_t c = h[0] >> 44;
+
+	h[0] &= P44_M44;
+	h[1] += c;
+	c = h[1] >> 44;
+	h[1] &= P44_M44;
+	h[2] += c;
+	c = h[2] >> 42;
+	h[2] &= P44_M42;
+	h[0] += c * 5;
+	c = h[0] >> 44;
+	h[0] &= P44_M44;
+	h[1] += c;
+}
+
 /* One full 16-byte block (the AEAD pads the last one). */
 static inline void p44_block(p44_t *p, const uint8_t m[16])
 {

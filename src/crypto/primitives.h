@@ -68,10 +68,11 @@ typedef struct ss_crypto_backend {
 	 * chunk + 2), the n payload bytes at chunk + 18 with nonce n2. */
 	int (*aead_seal_chunk)(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2, uint8_t *chunk,
 			       size_t n);
-	/* Its inverse on avail (>= 18) bytes at chunk: opens the length into
-	 * *plen, and the payload too when all of it is there. 1: both; 0: the
-	 * length only; -EBADMSG: a tag does not match, or the length is 0 or
-	 * above max; -ENOTSUP as above. */
+	/* Its inverse on avail (>= 18) bytes at chunk: opens the length in
+	 * place into *plen, and the payload too when all of it is there. 1:
+	 * both; 0: the length only, whose 18 bytes are then taken (the payload
+	 * opens later with aead_open and n2); -EBADMSG: a tag does not match,
+	 * or the length is 0 or above max; -ENOTSUP as above. */
 	int (*aead_open_chunk)(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2, uint8_t *chunk,
 			       size_t avail, size_t max, size_t *plen);
 	/* Releases what aead_init took and wipes the key. Safe on a zeroed ss_aead_t. */
