@@ -108,17 +108,25 @@ int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_soc
 			}
 		}
 	}
-	if (connect(fd, addr, len) < 0 && errno != EINPROGRESS) {
+	int rc = connect(fd, addr, len);
+	if (rc < 0 && errno != EINPROGRESS) {
 		int e = errno;
 		close(fd);
 		return -e;
 	}
-	/* A second connect tells how the first one ended: 0 once established,
-	 * EALREADY while the handshake runs, or the error it failed with. Fast
-	 * open defers the SYN to the first write, and MPTCP may still be
-	 * joining subflows, so those wait for writability as usual. */
-	if (!(o && (o->fast_open || o->mptcp)) && ss_sockaddr_is_loopback(addr)) {
-		if (connect(fd, addr, len) == 0) {
+	/* Fast open defers the SYN to the first write, and MPTCP may still be
+	 * joining subflows: those wait for writability as usual. */
+	if (o && (o->fast_open || o->mptcp))
+		return fd;
+	if (rc == 0) {
+		*done = true;
+		return fd;
+	}
+	/* A second connect tells how the first one ended: 0 (or EISCONN) once
+	 * established, EALREADY while the handshake runs, or the error it
+	 * failed with. */
+	if (ss_sockaddr_is_loopback(addr)) {
+		if (connect(fd, addr, len) == 0 || errno == EISCONN) {
 			*done = true;
 		} else if (errno != EALREADY && errno != EINPROGRESS && errno != EINTR) {
 			int e = errno;
