@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "crypto/chacha_avx512.h"
 #include "util/result.h"
 
 static const uint8_t subkey_info[] = {'s', 's', '-', 's', 'u', 'b', 'k', 'e', 'y'};
@@ -37,7 +36,7 @@ int ss_aead_stream_init(ss_aead_stream_t *s, const ss_method_t *m, const ss_cryp
 	memset(s, 0, sizeof(*s));
 	s->method = m;
 	s->be = be;
-	s->one_pass = be->aead_seal_chunk && be->aead_open_chunk;
+	s->one_pass = be->aead_chunk_ok && be->aead_chunk_ok(m->alg);
 	return be->aead_init(&s->aead, m->alg);
 }
 
@@ -96,14 +95,11 @@ int ss_aead_enc_chunk(ss_aead_stream_t *s, uint8_t *chunk, size_t n)
 		memcpy(n2, s->nonce, nlen);
 		nonce_next(n2, nlen);
 		rc = s->be->aead_seal_chunk(&s->aead, s->nonce, n2, chunk, n);
-		if (rc != -ENOTSUP) {
-			if (rc < 0)
-				return rc;
-			memcpy(s->nonce, n2, nlen);
-			nonce_next(s->nonce, nlen);
-			return 0;
-		}
-		s->one_pass = false;
+		if (rc < 0)
+			return rc;
+		memcpy(s->nonce, n2, nlen);
+		nonce_next(s->nonce, nlen);
+		return 0;
 	}
 	rc = s->be->aead_seal(&s->aead, s->nonce, chunk, chunk, 2);
 	if (rc < 0)
@@ -118,10 +114,7 @@ int ss_aead_enc_chunk(ss_aead_stream_t *s, uint8_t *chunk, size_t n)
 
 size_t ss_aead_fill_payload(const ss_aead_stream_t *s)
 {
-	return s->one_pass && s->method->alg == SS_AEAD_CHACHA20_POLY1305 &&
-		       ss_chacha512_available()
-		   ? SS_AEAD_FILL_ONE_PASS
-		   : SS_AEAD_FILL_PAYLOAD;
+	return s->one_pass ? SS_AEAD_FILL_ONE_PASS : SS_AEAD_FILL_PAYLOAD;
 }
 
 size_t ss_aead_enc_bound(size_t len)
@@ -203,19 +196,15 @@ int ss_aead_dec(ss_aead_stream_t *s, uint8_t *buf, size_t len, size_t *consumed,
 				pos += SS_AEAD_CHUNK_HDR + plen + SS_AEAD_TAG_LEN;
 				continue;
 			}
-			if (rc == -ENOTSUP) {
-				s->one_pass = false;
-			} else {
-				/* A good length is taken, as below, also when
-				 * its payload is not all here or fails. */
-				if (rc == 0 || (plen && plen <= SS_AEAD_MAX_PAYLOAD)) {
-					memcpy(s->nonce, n2, m->nonce_len);
-					s->pending_len = (uint16_t)plen;
-					pos += SS_AEAD_CHUNK_HDR;
-				}
-				if (rc < 0)
-					goto fail;
+			/* A good length is taken, as below, also when its
+			 * payload is not all here or fails. */
+			if (rc == 0 || (plen && plen <= SS_AEAD_MAX_PAYLOAD)) {
+				memcpy(s->nonce, n2, m->nonce_len);
+				s->pending_len = (uint16_t)plen;
+				pos += SS_AEAD_CHUNK_HDR;
 			}
+			if (rc < 0)
+				goto fail;
 		}
 		if (s->pending_len == 0) {
 			uint8_t *lb = buf + pos;

@@ -40,7 +40,7 @@ typedef struct ss_aead_stream {
 	 * 0 if none */
 	uint16_t pending_len;
 	/* The backend seals and opens whole chunks (length and payload) in one
-	 * pass; cleared for good when it says it cannot for this method. */
+	 * pass for this method on this CPU (aead_chunk_ok, asked once). */
 	bool one_pass;
 } ss_aead_stream_t;
 

@@ -25,6 +25,11 @@
 #include "crypto/poly1305_44.h"
 #include "crypto/primitives.h"
 
+bool ss_chacha512_chunk_ok(ss_aead_alg_t alg)
+{
+	return alg == SS_AEAD_CHACHA20_POLY1305 && ss_chacha512_available();
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 #include <immintrin.h>

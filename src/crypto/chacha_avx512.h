@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "crypto/primitives.h"
+
 /* ChaCha20-Poly1305 (RFC 8439, IETF nonce, no associated data) on x86-64
  * CPUs with AVX-512 F and BW and the 52-bit multiply-add of AVX-512 IFMA:
  * ChaCha20 sixteen blocks at a time, one block to a 32-bit lane, with the
@@ -16,6 +18,9 @@
 
 /* Whether this CPU (and the OS, for the 512-bit state) runs it. */
 bool ss_chacha512_available(void);
+
+/* The backends' aead_chunk_ok: ChaCha20-Poly1305 where the CPU runs it. */
+bool ss_chacha512_chunk_ok(ss_aead_alg_t alg);
 
 /* len bytes of in to out, then the 16-byte tag at out + len. in == out is
  * allowed; other overlaps are not. 0, or -ENOTSUP without the CPU support. */

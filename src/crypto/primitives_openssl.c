@@ -189,7 +189,7 @@ static int ossl_aead_seal_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *
 				size_t n)
 {
 	if (!a->keyed || a->alg != SS_AEAD_CHACHA20_POLY1305)
-		return -ENOTSUP;
+		return -EINVAL;
 	return ss_chacha512_seal_chunk(st(a)->key, n1, n2, chunk, n);
 }
 
@@ -197,7 +197,7 @@ static int ossl_aead_open_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *
 				size_t avail, size_t max, size_t *plen)
 {
 	if (!a->keyed || a->alg != SS_AEAD_CHACHA20_POLY1305)
-		return -ENOTSUP;
+		return -EINVAL;
 	return ss_chacha512_open_chunk(st(a)->key, n1, n2, chunk, avail, max, plen);
 }
 
@@ -393,6 +393,7 @@ const ss_crypto_backend_t ss_crypto_openssl = {
     .aead_setkey = ossl_aead_setkey,
     .aead_seal = ossl_aead_seal,
     .aead_open = ossl_aead_open,
+    .aead_chunk_ok = ss_chacha512_chunk_ok,
     .aead_seal_chunk = ossl_aead_seal_chunk,
     .aead_open_chunk = ossl_aead_open_chunk,
     .aead_free = ossl_aead_free,

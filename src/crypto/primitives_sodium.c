@@ -312,7 +312,7 @@ static int sodium_aead_seal_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t
 	sodium_state_t *s = st(a);
 
 	if (s->impl != IMPL_CHACHA)
-		return -ENOTSUP;
+		return -EINVAL;
 	return ss_chacha512_seal_chunk(s->u.key, n1, n2, chunk, n);
 }
 
@@ -322,7 +322,7 @@ static int sodium_aead_open_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t
 	sodium_state_t *s = st(a);
 
 	if (s->impl != IMPL_CHACHA)
-		return -ENOTSUP;
+		return -EINVAL;
 	return ss_chacha512_open_chunk(s->u.key, n1, n2, chunk, avail, max, plen);
 }
 
@@ -332,6 +332,7 @@ const ss_crypto_backend_t ss_crypto_sodium = {
     .aead_setkey = sodium_aead_setkey,
     .aead_seal = sodium_aead_seal,
     .aead_open = sodium_aead_open,
+    .aead_chunk_ok = ss_chacha512_chunk_ok,
     .aead_seal_chunk = sodium_aead_seal_chunk,
     .aead_open_chunk = sodium_aead_open_chunk,
     .aead_free = sodium_aead_free,
