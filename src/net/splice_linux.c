@@ -227,15 +227,24 @@ ss_splice_result_t ss_splice_move(ss_splice_t *s, int src, int dst, size_t *move
 			s->in_pipe -= (uint32_t)n;
 			s->delivered = true;
 			*moved += (size_t)n;
+			/* The fill was short, so the source was emptied: the
+			 * next splice would only say EAGAIN. Should more have
+			 * come meanwhile (or a full pipe have cut the fill
+			 * short), the source's readiness brings the caller
+			 * back. */
+			if (s->in_pipe == 0 && s->dry)
+				return splice_idle(s, SS_SPLICE_WAIT_READ);
 			continue;
 		}
 		if (s->eof)
 			return *moved ? SS_SPLICE_PROGRESS : splice_idle(s, SS_SPLICE_EOF);
 		/* Filling only an empty pipe keeps its slots free: a pipe holds
 		 * fewer bytes than its capacity when skbs fill pages partly. */
-		n = splice_call(s, src, s->pipe_w, s->pipe_size - s->in_pipe);
+		size_t want = s->pipe_size - s->in_pipe;
+		n = splice_call(s, src, s->pipe_w, want);
 		if (n > 0) {
 			s->in_pipe += (uint32_t)n;
+			s->dry = (size_t)n < want;
 			continue;
 		}
 		if (n < 0 && errno != EAGAIN)

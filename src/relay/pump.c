@@ -464,8 +464,7 @@ void ss_pump(ss_conn_t *c, int d)
 				pump_fail(c, d, "decryption failed");
 				return;
 			}
-			/* With the header out, splicing can take over. */
-			if (r == SS_OK || pump_splicing(dir))
+			if (r == SS_OK)
 				continue;
 			if (dir->drained && !dir->eof) {
 				dir->drained = false;
@@ -473,6 +472,9 @@ void ss_pump(ss_conn_t *c, int d)
 				ss_conn_want(c, src, EV_READ, true);
 				return;
 			}
+			/* With the header out, splicing can take over. */
+			if (pump_splicing(dir))
+				continue;
 		}
 		ss_conn_want(c, dst, EV_WRITE, false);
 		if (dir->eof) {
