@@ -490,7 +490,7 @@ def run_idle_once(impl, method, cfg, logdir):
         sink = procs.start(
             "sink",
             [cfg.ssload, "sink", "--listen", f"{LOOPBACK}:0", "--echo", "--quit-after",
-             str(n + 16), "--timeout", str(cfg.timeout + 60)],
+             str(n + 16), "--timeout", str(cfg.timeout + 60)] + load_cc_args(cfg),
             pipe_stdout=True, cpus=cfg.pin.get("sink"))
         sink_port = read_json_line(sink, [b""], 10, "sink")["port"]
         server_port, tunnel_port = free_ports(2)
@@ -579,12 +579,12 @@ def run_once(impl, method, scenario, cfg, logdir):
             quit_after = cfg.rr_count
             client_argv = ["rr", "--count", str(cfg.rr_count), "--size", str(cfg.rr_size),
                            "--conns", str(cfg.rr_conns)]
-        client_argv += ["--timeout", str(cfg.timeout)]
+        client_argv += ["--timeout", str(cfg.timeout)] + load_cc_args(cfg)
 
         sink = procs.start(
             "sink",
             [cfg.ssload, "sink", "--listen", f"{LOOPBACK}:0", "--quit-after", str(quit_after),
-             "--timeout", str(cfg.timeout + 60)] + sink_mode,
+             "--timeout", str(cfg.timeout + 60)] + sink_mode + load_cc_args(cfg),
             pipe_stdout=True,
             cpus=cfg.pin.get("sink"),
         )
@@ -890,7 +890,10 @@ def markdown(groups, impls, cfg, machine):
         + "; ".join(tests) + ". "
         f"{cfg.repeat} run(s) per implementation, alternating; medians shown. "
         f"GB = 10^9 bytes. CPU = utime + stime of the relay process over the transfer. "
-        f"CPU affinity: {pin_text(cfg.pin)}.\n")
+        f"CPU affinity: {pin_text(cfg.pin)}. "
+        f"TCP congestion control: the system's is {machine['tcp_congestion_control']} (the "
+        f"relays use it); the load tool's sockets use "
+        f"{machine['tcp_congestion_control'] if cfg.load_cc == 'system' else cfg.load_cc}.\n")
     standins = sorted({(m, LIBEV_STANDIN[m]) for m in cfg.method_list if m in LIBEV_STANDIN})
     if standins and "libev" in impls:
         out.append("shadowsocks-libev has no Shadowsocks 2022 methods; in their rows it runs "
@@ -988,6 +991,19 @@ def binary(directory, name):
     return os.path.abspath(path)
 
 
+def load_cc_args(cfg):
+    """ssload's arguments for the congestion control of its TCP sockets."""
+    return [] if cfg.load_cc == "system" else ["--congestion", cfg.load_cc]
+
+
+def system_congestion_control():
+    try:
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
 def machine_info():
     model = "unknown CPU"
     try:
@@ -999,7 +1015,8 @@ def machine_info():
     except OSError:
         pass
     return {"cpus": os.cpu_count() or 1, "cpu_model": model, "kernel": platform.release(),
-            "python": platform.python_version()}
+            "python": platform.python_version(),
+            "tcp_congestion_control": system_congestion_control()}
 
 
 def parse_args(argv):
@@ -1058,6 +1075,12 @@ def parse_args(argv):
                         "('-' leaves one free), e.g. 0,0,1,1. auto: with 2-3 CPUs, client and "
                         "ss-tunnel on the first, ss-server and sink on the second (like a client "
                         "and a server machine); with 4 or more, one CPU each (default: auto)")
+    p.add_argument("--load-cc", default="cubic",
+                   help="TCP congestion control of the load tool's sockets, or 'system' for the "
+                        "system's (default: cubic). With a pacing one (bbr, without the fq "
+                        "qdisc) the tool's sends run from timer interrupts on whichever process "
+                        "holds the CPU, often a relay, whose CPU figures then carry the tool's "
+                        "work. The relays always use the system's.")
     p.add_argument("--server-args", default="",
                    help="extra ss-server arguments for both implementations, e.g. '--no-delay'")
     p.add_argument("--tunnel-args", default="",

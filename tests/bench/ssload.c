@@ -221,12 +221,20 @@ static bool parse_addr(const char *s, bool passive, struct sockaddr_storage *ss,
 #define BULK_RCVLOWAT (64 * 1024)
 static int rcvlowat = -1;
 
+/* TCP_CONGESTION of the tool's TCP sockets; NULL: the system's. A pacing algorithm (bbr without
+ * the fq qdisc) sends from a timer interrupt, on whichever process then runs: on a machine where
+ * the relays share CPUs with the tool, that process is often a relay. */
+static const char *congestion;
+
 static void set_sockopts(int fd)
 {
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	if (rcvlowat > 1)
 		setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &rcvlowat, sizeof rcvlowat);
+	if (congestion && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion,
+				     (socklen_t)strlen(congestion)) < 0)
+		die("--congestion %s: %s", congestion, strerror(errno));
 }
 
 static int listen_on(const struct sockaddr_storage *ss, socklen_t len)
@@ -1574,6 +1582,7 @@ static void help(FILE *f)
 	    "usage:\n"
 	    "  ssload sink --listen ADDR:PORT [--echo | --download BYTES] [--no-verify]\n"
 	    "              [--quit-after N] [--conn-log] [--timeout SECONDS] [--rcvlowat BYTES]\n"
+	    "              [--congestion NAME]\n"
 	    "      TCP target. Default: read and discard, checking the pattern. --echo writes\n"
 	    "      every byte back. --download writes BYTES of the pattern to each connection,\n"
 	    "      then half-closes. Port 0 picks a free port. Prints {\"event\":\"listening\"}\n"
@@ -1581,13 +1590,14 @@ static void help(FILE *f)
 	    "      (after N connections with --quit-after, on SIGTERM/SIGINT, or at --timeout);\n"
 	    "      SIGUSR1 prints a summary and goes on.\n"
 	    "  ssload send --connect ADDR:PORT --bytes N [--conns K] [--echo | --download]\n"
-	    "              [--no-verify] [--timeout SECONDS] [--rcvlowat BYTES]\n"
+	    "              [--no-verify] [--timeout SECONDS] [--rcvlowat BYTES] [--congestion "
+	    "NAME]\n"
 	    "      Moves N bytes in all over K parallel connections. Default (upload): send,\n"
 	    "      half-close, wait for the peer to close. --echo: send and read back the same\n"
 	    "      bytes from an --echo sink, then close. --download (or --recv): send nothing,\n"
 	    "      read until EOF, expecting N/K bytes per connection from a --download sink.\n"
 	    "  ssload rr --connect ADDR:PORT --count N --size S [--conns K] [--no-verify]\n"
-	    "              [--timeout SECONDS]\n"
+	    "              [--timeout SECONDS] [--congestion NAME]\n"
 	    "      N short connections, K at a time: connect, send S bytes, read the S bytes\n"
 	    "      answer (from an --echo sink), close. Reports connections/s and latency.\n"
 	    "  ssload udp-echo --listen ADDR:PORT [--timeout SECONDS]\n"
@@ -1608,6 +1618,8 @@ static void help(FILE *f)
 	    "      counts.\n"
 	    "  --rcvlowat BYTES (sink, send): SO_RCVLOWAT of the receiving sockets; default 64K\n"
 	    "      for bulk receivers (discarding sink, send --download), 0 otherwise.\n"
+	    "  --congestion NAME (sink, send, rr): TCP congestion control of the tool's sockets\n"
+	    "      (TCP_CONGESTION), e.g. cubic; default the system's.\n"
 	    "Sizes take K, M, G, T suffixes (binary: 1G = 2^30). Output: JSON, one object a line.\n"
 	    "Exit status: 0 success, 1 failed or corrupted transfer or timeout, 2 usage error.\n",
 	    f);
@@ -1628,6 +1640,7 @@ enum {
 	O_SIZE,
 	O_SKEW,
 	O_RCVLOWAT,
+	O_CONGESTION,
 	O_WINDOW,
 	O_CLIENTS,
 	O_LOSS_AFTER,
@@ -1655,6 +1668,7 @@ static int cmd_sink(int argc, char **argv)
 	    {"conn-log", no_argument, NULL, O_CONN_LOG},
 	    {"timeout", required_argument, NULL, O_TIMEOUT},
 	    {"rcvlowat", required_argument, NULL, O_RCVLOWAT},
+	    {"congestion", required_argument, NULL, O_CONGESTION},
 	    {NULL, 0, NULL, 0},
 	};
 	struct sink_opts so = {.verify = true};
@@ -1691,6 +1705,9 @@ static int cmd_sink(int argc, char **argv)
 		case O_RCVLOWAT:
 			rcvlowat = opt_rcvlowat(optarg);
 			break;
+		case O_CONGESTION:
+			congestion = optarg;
+			break;
 		default:
 			usage_error("sink: bad option");
 		}
@@ -1725,6 +1742,7 @@ static int cmd_client(int argc, char **argv, bool rr)
 	    {"timeout", required_argument, NULL, O_TIMEOUT},
 	    {"skew", required_argument, NULL, O_SKEW},
 	    {"rcvlowat", required_argument, NULL, O_RCVLOWAT},
+	    {"congestion", required_argument, NULL, O_CONGESTION},
 	    {NULL, 0, NULL, 0},
 	};
 	static const struct option rr_opts[] = {
@@ -1734,6 +1752,7 @@ static int cmd_client(int argc, char **argv, bool rr)
 	    {"conns", required_argument, NULL, O_CONNS},
 	    {"no-verify", no_argument, NULL, O_NO_VERIFY},
 	    {"timeout", required_argument, NULL, O_TIMEOUT},
+	    {"congestion", required_argument, NULL, O_CONGESTION},
 	    {NULL, 0, NULL, 0},
 	};
 	struct client_opts co = {.mode = rr ? M_RR : M_UPLOAD, .verify = true, .timeout = 600};
@@ -1788,6 +1807,9 @@ static int cmd_client(int argc, char **argv, bool rr)
 			break;
 		case O_RCVLOWAT:
 			rcvlowat = opt_rcvlowat(optarg);
+			break;
+		case O_CONGESTION:
+			congestion = optarg;
 			break;
 		default:
 			usage_error("%s: bad option", rr ? "rr" : "send");
