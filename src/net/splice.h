@@ -64,13 +64,14 @@ typedef struct ss_splice {
 	bool delivered;       /* a byte reached the sink through the pipe: no fallback after this */
 	bool off;             /* this direction copies from now on */
 	bool eof;             /* the source reported EOF: it is not read again */
-	bool dry;             /* the last fill got less than it asked: the source is empty */
+	bool dry;             /* the last fill got less than asked, and too little to have
+				 been cut short by the pipe's slots: the source is empty */
 } ss_splice_t;
 
 typedef enum {
 	SS_SPLICE_PROGRESS,   /* *moved > 0 bytes were written to the sink; call again */
-	SS_SPLICE_WAIT_READ,  /* the pipe is empty and the source has nothing now, or gave
-				 less than asked; *moved may be > 0 */
+	SS_SPLICE_WAIT_READ,  /* the pipe is empty and the source has nothing now, or gave a
+				 small part of what was asked; *moved may be > 0 */
 	SS_SPLICE_WAIT_WRITE, /* the sink is full; bytes remain in the pipe */
 	SS_SPLICE_EOF,        /* the source is at EOF and the pipe is empty */
 	SS_SPLICE_COPY,       /* copy in user space instead: for good when s->off (then first
@@ -108,8 +109,9 @@ void ss_splice_close(ss_splice_t *s);
  * caller can be fair to others. *moved gets the bytes written to dst in this
  * call whatever the result (PROGRESS, WAIT_READ and ERROR can carry some),
  * *err the errno when the result is SS_SPLICE_ERROR (else 0). A source that
- * gave less than asked counts as emptied: once those bytes are out the
- * answer is WAIT_READ, without a splice that would only say EAGAIN.
+ * gave less than asked, and less than the pipe's slots hold even with small
+ * segments (512 bytes a slot), counts as emptied: once those bytes are out
+ * the answer is WAIT_READ, without a splice that would only say EAGAIN.
  *
  * Fallback: until the first byte has reached the sink through the pipe, a
  * failed pipe, a pipe under SS_SPLICE_PIPE_MIN, or EINVAL, ENOSYS or

@@ -9,10 +9,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Splice calls per ss_splice_move: with a 256 KiB pipe up to 1 MiB before the
- * caller gets a turn to serve another connection. */
+/* Splice calls per ss_splice_move: with a full pipe (up to 1 MiB) a few MiB
+ * before the caller gets a turn to serve another connection. */
 #define SPLICE_CALLS 8
 #define SPLICE_FLAGS (SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
+/* A pipe slot per page of capacity; a slot filled from a TCP socket holds at
+ * least one segment's piece, over 512 bytes with any MSS from 536 up. */
+#define SPLICE_SLOT 4096
+#define SPLICE_SLOT_MIN_BYTES 512
 
 static ssize_t sys_splice(int fd_in, int fd_out, size_t len, unsigned int flags)
 {
@@ -244,7 +248,12 @@ ss_splice_result_t ss_splice_move(ss_splice_t *s, int src, int dst, size_t *move
 		n = splice_call(s, src, s->pipe_w, want);
 		if (n > 0) {
 			s->in_pipe += (uint32_t)n;
-			s->dry = (size_t)n < want;
+			/* Less than asked, and less than the pipe's slots (one
+			 * page-sized piece of a socket buffer each) hold even
+			 * with small segments: the source was emptied. A fill
+			 * cut short by the slots is not. */
+			s->dry = (size_t)n < want &&
+				 (size_t)n < s->pipe_size / SPLICE_SLOT * SPLICE_SLOT_MIN_BYTES;
 			continue;
 		}
 		if (n < 0 && errno != EAGAIN)

@@ -42,6 +42,8 @@ typedef struct fault {
 	int pipe_err;       /* ops.pipe fails with this errno when set */
 	int pipe_cap;       /* ops.pipe_size shrinks the pipe to this when set */
 	int pipe_max;       /* ops.pipe_size refuses sizes over this when set */
+	int src_cap;        /* source splices move at most this much when set, as when
+			       small pieces use up the pipe's slots */
 	int src_ok, dst_ok; /* successful splices so far */
 	int calls;          /* every splice call */
 	int pipe_fds[2];    /* the last pipe made */
@@ -63,6 +65,8 @@ static ssize_t test_splice(int fd_in, int fd_out, size_t len, unsigned int flags
 	ssize_t n;
 
 	fault.calls++;
+	if (from_src && fault.src_cap && len > (size_t)fault.src_cap)
+		len = (size_t)fault.src_cap;
 	if (*after >= 0 && *ok == *after) {
 		*after = -1; /* one shot */
 		errno = fault.err;
@@ -1032,6 +1036,43 @@ static void test_pipe_pool(void **state)
 	free(x);
 }
 
+/* A fill cut short by the pipe's slots (small pieces of socket buffer, one
+ * a slot) leaves the source with bytes: the move goes on splicing, and
+ * waits for the source only once a fill is too small to have been cut.
+ * With a 64 KiB pipe (16 slots, what a user past the pipe quota gets) that
+ * is under 8 KiB; the fills here stop at 9000 bytes, the last at 4000. */
+static void test_fill_cut_by_slots_keeps_splicing(void **state)
+{
+	const int n = 40000;
+	uint8_t *x = payload((size_t)n, 12), got[40000];
+	size_t moved, total = 0;
+	int err, have = -1, moves = 0;
+	ss_splice_result_t res;
+	(void)state;
+
+	rig_t *r = rig_open(&test_ops, 0);
+	fault.pipe_cap = 64 * 1024;
+	fault.src_cap = 9000;
+	assert_int_equal(write(r->a, x, (size_t)n), n);
+	wait_queued(r->ra, n);
+	do {
+		res = ss_splice_move(&r->ab.sp, r->ra, r->rb, &moved, &err);
+		total += moved;
+		assert_true(res == SS_SPLICE_PROGRESS || res == SS_SPLICE_WAIT_READ);
+	} while (res == SS_SPLICE_PROGRESS && ++moves < 100);
+	assert_int_equal(r->ab.sp.pipe_size, 64 * 1024);
+	/* Only a source with nothing left was waited for. */
+	assert_int_equal(res, SS_SPLICE_WAIT_READ);
+	assert_int_equal(ioctl(r->ra, FIONREAD, &have), 0);
+	assert_int_equal(have, 0);
+	assert_int_equal(total, (size_t)n);
+	wait_queued(r->b, n);
+	assert_int_equal(read(r->b, got, sizeof(got)), n);
+	assert_memory_equal(got, x, (size_t)n);
+	free(x);
+	rig_close(r);
+}
+
 /* ---- urgent data ---------------------------------------------------------- */
 
 typedef struct urgent_case {
@@ -1251,6 +1292,7 @@ int main(void)
 	    cmocka_unit_test(test_pipe_failure),
 	    cmocka_unit_test(test_pipe_big_refused),
 	    cmocka_unit_test(test_pipe_pool),
+	    cmocka_unit_test(test_fill_cut_by_slots_keeps_splicing),
 	    cmocka_unit_test(test_urgent_mid_stream),
 	    cmocka_unit_test(test_urgent_before_fin),
 	    cmocka_unit_test(test_reset_of_source),
