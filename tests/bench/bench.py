@@ -512,7 +512,9 @@ def run_idle_once(impl, method, cfg, logdir):
         request = b"GET / HTTP/1.1\r\n\r\n" + b"x" * 100
 
         def hold():
-            s = socket.create_connection((LOOPBACK, tunnel_port), timeout=10)
+            s = load_socket(cfg)
+            s.settimeout(10)
+            s.connect((LOOPBACK, tunnel_port))
             s.sendall(request)
             got = b""
             while len(got) < len(request):
@@ -996,6 +998,24 @@ def load_cc_args(cfg):
     return [] if cfg.load_cc == "system" else ["--congestion", cfg.load_cc]
 
 
+def load_socket(cfg):
+    """A TCP socket for the harness's own clients, with the load tool's
+    congestion control."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if cfg.load_cc != "system":
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cfg.load_cc.encode())
+    return s
+
+
+def check_load_cc(cfg):
+    try:
+        load_socket(cfg).close()
+    except OSError as e:
+        raise BenchError(f"--load-cc {cfg.load_cc}: {e.strerror} (see "
+                         f"/proc/sys/net/ipv4/tcp_allowed_congestion_control, or use "
+                         f"--load-cc system)")
+
+
 def system_congestion_control():
     try:
         with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
@@ -1135,6 +1155,7 @@ def main(argv):
     failures = 0
     try:
         args.pin = pin_layout(args.pin_spec)
+        check_load_cc(args)
         args.ssload = find_ssload(args, logroot)
         dirs = {"ours": args.ours, "ours-copy": args.ours, "libev": args.libev}
         envs = {"ours-copy": {"SS_NO_SPLICE": "1"}}

@@ -226,6 +226,23 @@ static int rcvlowat = -1;
  * the relays share CPUs with the tool, that process is often a relay. */
 static const char *congestion;
 
+/* Refuses a --congestion the kernel would not give the sockets, before
+ * anything listens or connects. */
+static void check_congestion(void)
+{
+	int fd;
+
+	if (!congestion)
+		return;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket: %s", strerror(errno));
+	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion, (socklen_t)strlen(congestion)) <
+	    0)
+		usage_error("--congestion %s: %s", congestion, strerror(errno));
+	close(fd);
+}
+
 static void set_sockopts(int fd)
 {
 	int one = 1;
@@ -1718,6 +1735,7 @@ static int cmd_sink(int argc, char **argv)
 		usage_error("sink: --listen is required");
 	if (so.echo && so.download)
 		usage_error("sink: --echo and --download exclude each other");
+	check_congestion();
 	if (rcvlowat < 0)
 		rcvlowat = so.echo || so.download ? 0 : BULK_RCVLOWAT;
 
@@ -1826,6 +1844,7 @@ static int cmd_client(int argc, char **argv, bool rr)
 	if (co.mode == M_DOWNLOAD && co.bytes % co.conns)
 		usage_error("send --download: --bytes must be a multiple of --conns "
 			    "(the sink sends the same amount on each connection)");
+	check_congestion();
 	if (rcvlowat < 0)
 		rcvlowat = co.mode == M_DOWNLOAD ? BULK_RCVLOWAT : 0;
 	client_run(&co, &c);
