@@ -231,11 +231,11 @@ ss_splice_result_t ss_splice_move(ss_splice_t *s, int src, int dst, size_t *move
 			s->in_pipe -= (uint32_t)n;
 			s->delivered = true;
 			*moved += (size_t)n;
-			/* The fill was short, so the source was emptied: the
-			 * next splice would only say EAGAIN. Should more have
-			 * come meanwhile (or a full pipe have cut the fill
-			 * short), the source's readiness brings the caller
-			 * back. */
+			/* The fill was dry (below), so the source was emptied:
+			 * the next splice would only say EAGAIN. Should more
+			 * have come meanwhile, or tiny pieces have filled the
+			 * slots after all, the source's readiness brings the
+			 * caller back. */
 			if (s->in_pipe == 0 && s->dry)
 				return splice_idle(s, SS_SPLICE_WAIT_READ);
 			continue;
