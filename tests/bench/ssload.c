@@ -226,6 +226,15 @@ static int rcvlowat = -1;
  * the relays share CPUs with the tool, that process is often a relay. */
 static const char *congestion;
 
+/* Gives fd the --congestion algorithm, if one was asked: 0, or -1 with errno. */
+static int set_congestion(int fd)
+{
+	if (!congestion)
+		return 0;
+	return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion,
+			  (socklen_t)strlen(congestion));
+}
+
 /* Refuses a --congestion the kernel would not give the sockets, before
  * anything listens or connects. */
 static void check_congestion(void)
@@ -237,8 +246,7 @@ static void check_congestion(void)
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		die("socket: %s", strerror(errno));
-	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion, (socklen_t)strlen(congestion)) <
-	    0)
+	if (set_congestion(fd) < 0)
 		usage_error("--congestion %s: %s", congestion, strerror(errno));
 	close(fd);
 }
@@ -249,8 +257,7 @@ static void set_sockopts(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	if (rcvlowat > 1)
 		setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &rcvlowat, sizeof rcvlowat);
-	if (congestion && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, congestion,
-				     (socklen_t)strlen(congestion)) < 0)
+	if (set_congestion(fd) < 0)
 		die("--congestion %s: %s", congestion, strerror(errno));
 }
 
