@@ -340,7 +340,7 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 
 	if (c->state == SS_CONN_CLOSED)
 		return;
-	if (reason && ss_log_enabled(SS_LOG_INFO))
+	if (reason)
 		ss_info("%s %s: %s", c->action, ss_conn_peer(c, peer, sizeof(peer)), reason);
 	ss_debug("%s %s: closed, %llu bytes up, %llu bytes down, %llu spliced%s", c->action,
 		 ss_conn_peer(c, peer, sizeof(peer)), (unsigned long long)c->dir[SS_IN].bytes,
@@ -518,9 +518,8 @@ static void conn_route(ss_conn_t *c, ss_acl_decision_t d, const struct sockaddr 
 	}
 	c->bypass = true;
 	c->dir[SS_IN].xf = c->dir[SS_OUT].xf = SS_XF_COPY;
-	if (ss_log_enabled(SS_LOG_INFO))
-		ss_info("%s %s: bypass %s (ACL)", c->action, ss_conn_peer(c, peer, sizeof(peer)),
-			ss_addr_format(&c->target, target, sizeof(target)));
+	ss_info("%s %s: bypass %s (ACL)", c->action, ss_conn_peer(c, peer, sizeof(peer)),
+		ss_addr_format(&c->target, target, sizeof(target)));
 	if (sa)
 		ss_conn_connect_sa(c, sa, len);
 	else

@@ -145,11 +145,9 @@ static void socks5_inbound(ss_conn_t *c)
 		socks5_fail(c, SS_SOCKS5_REP_COMMAND_NOT_SUPPORTED, why);
 		return;
 	}
-	if (ss_log_enabled(SS_LOG_INFO)) {
-		char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN];
-		ss_info("socks5 %s: connect %s", ss_conn_peer(c, peer, sizeof(peer)),
-			ss_addr_format(&c->target, target, sizeof(target)));
-	}
+	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN];
+	ss_info("socks5 %s: connect %s", ss_conn_peer(c, peer, sizeof(peer)),
+		ss_addr_format(&c->target, target, sizeof(target)));
 	/* Early payload stays in the handshake area until the stream starts. */
 	dir->rpos = used;
 	ss_conn_connect_route(c);

@@ -31,9 +31,8 @@ void ss_udp_drop(ss_udp_relay_t *u, const struct sockaddr *from, const char *why
 	char peer[SS_ADDR_STRLEN];
 
 	u->stats.dropped++;
-	if (ss_log_enabled(SS_LOG_INFO))
-		ss_info("udp %s: datagram dropped: %s",
-			from ? udp_peer(from, peer, sizeof(peer)) : "-", why);
+	ss_info("udp %s: datagram dropped: %s", from ? udp_peer(from, peer, sizeof(peer)) : "-",
+		why);
 }
 
 ssize_t ss_udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_storage *from,

@@ -22,7 +22,14 @@ void ss_log(ss_log_level_t level, const char *fmt, ...) __attribute__((format(pr
 #define ss_err(...) ss_log(SS_LOG_ERROR, __VA_ARGS__)
 #define ss_warn(...) ss_log(SS_LOG_WARN, __VA_ARGS__)
 #define ss_notice(...) ss_log(SS_LOG_NOTICE, __VA_ARGS__)
-#define ss_info(...) ss_log(SS_LOG_INFO, __VA_ARGS__)
-#define ss_debug(...) ss_log(SS_LOG_DEBUG, __VA_ARGS__)
+/* The levels that are usually off test first, so a silent line costs no
+ * formatting of its arguments (peer addresses on every close). */
+#define ss_log_if(level, ...)                                                                      \
+	do {                                                                                       \
+		if (ss_log_enabled(level))                                                         \
+			ss_log(level, __VA_ARGS__);                                                \
+	} while (0)
+#define ss_info(...) ss_log_if(SS_LOG_INFO, __VA_ARGS__)
+#define ss_debug(...) ss_log_if(SS_LOG_DEBUG, __VA_ARGS__)
 
 #endif
