@@ -347,16 +347,36 @@ class Impl:
     def __init__(self, name, server, tunnel, env=None):
         self.name, self.server, self.tunnel, self.env = name, server, tunnel, env
 
+    def server_argv(self, port, password, method, extra):
+        if self.name == "floor":
+            return [self.server, "--listen", f"{LOOPBACK}:{port}"]
+        return [self.server, "-s", LOOPBACK, "-p", str(port), "-k", password,
+                "-m", method] + extra
+
+    def tunnel_argv(self, port, server_port, target_port, password, method, extra):
+        if self.name == "floor":
+            return [self.tunnel, "--listen", f"{LOOPBACK}:{port}", "--connect",
+                    f"{LOOPBACK}:{server_port}", "--target", f"{LOOPBACK}:{target_port}"]
+        return [self.tunnel, "-s", LOOPBACK, "-p", str(server_port), "-b", LOOPBACK,
+                "-l", str(port), "-L", f"{LOOPBACK}:{target_port}", "-k", password,
+                "-m", method] + extra
+
 
 # "ours-copy": our binaries with splice(2) turned off, to show what it saves.
-IMPL_NAMES = ("ours", "ours-copy", "libev")
+# "floor": ssfloor in both places, a plain relay with no cipher and the fewest
+# system calls: what any relay pair spends on a short connection (rr only; the
+# method is ignored).
+IMPL_NAMES = ("ours", "ours-copy", "libev", "floor")
 # Ours only: shadowsocks-libev has neither method none nor an ACL in ss-tunnel.
 # "bypass" is ss-tunnel with an ACL that sends everything straight to the
 # target (ss-server runs idle).
 OURS_ONLY = ("none", "bypass")
+FLOOR_SCENARIOS = ("rr",)
 
 
-def supports(impl, method):
+def supports(impl, method, scenario=None):
+    if impl.name == "floor":
+        return method != "bypass" and (scenario is None or scenario in FLOOR_SCENARIOS)
     return not (impl.name == "libev" and method in OURS_ONLY)
 
 
@@ -596,18 +616,15 @@ def run_once(impl, method, scenario, cfg, logdir):
         server_port, tunnel_port = free_ports(2)
         server = procs.start(
             "ss-server",
-            [impl.server, "-s", LOOPBACK, "-p", str(server_port), "-k", password,
-             "-m", run_method]
-            + cfg.server_args,
+            impl.server_argv(server_port, password, run_method, cfg.server_args),
             cpus=cfg.pin.get("server"),
             env=impl.env,
         )
         acl = bypass_args(method, logdir)
         tunnel = procs.start(
             "ss-tunnel",
-            [impl.tunnel, "-s", LOOPBACK, "-p", str(server_port), "-b", LOOPBACK,
-             "-l", str(tunnel_port), "-L", f"{LOOPBACK}:{sink_port}", "-k", password,
-             "-m", run_method] + acl + cfg.tunnel_args,
+            impl.tunnel_argv(tunnel_port, server_port, sink_port, password, run_method,
+                             acl + cfg.tunnel_args),
             cpus=cfg.pin.get("tunnel"),
             env=impl.env,
         )
@@ -797,12 +814,17 @@ def summarize(runs, impls, methods, scenarios, noise_limit):
                 if len(mine) == 1:
                     group["notes"].append(f"{impl}: a single run, no spread known")
                 group["impls"][impl] = entry
-            if "ours" in group["impls"] and "libev" in group["impls"]:
-                a = group["impls"]["ours"]["median"]
+            # Every other implementation against libev; "ratio" is ours/libev.
+            group["vs_libev"] = {}
+            if "libev" in group["impls"]:
                 b = group["impls"]["libev"]["median"]
-                for key in a:
-                    if key in b and b[key]:
-                        group["ratio"][key] = a[key] / b[key]
+                for impl in impls:
+                    if impl == "libev" or impl not in group["impls"]:
+                        continue
+                    a = group["impls"][impl]["median"]
+                    group["vs_libev"][impl] = {key: a[key] / b[key] for key in a
+                                               if key in b and b[key]}
+            group["ratio"] = group["vs_libev"].get("ours", {})
             groups.append(group)
     return groups
 
@@ -822,8 +844,8 @@ def svg_chart(groups, impls):
     h = height + group_h * len(rows) + 40
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" '
            f'font-family="sans-serif" font-size="12">',
-           f'<text x="10" y="20" font-size="14">Relays CPU seconds per GB (ss-tunnel + '
-           f'ss-server), lower is better</text>']
+           '<text x="10" y="20" font-size="14">Relays CPU seconds per GB (ss-tunnel + '
+           'ss-server), lower is better</text>']
     y = height
     for g in rows:
         out.append(f'<text x="10" y="{y + bar}">{g["method"]} {g["scenario"]}</text>')
@@ -928,29 +950,28 @@ def markdown(groups, impls, cfg, machine):
                 "udp": f"udp, {cfg.udp_count} datagrams of {cfg.udp_size} bytes echoed",
                 "idle": f"idle, {cfg.idle_conns} connections held after one request each"
                 }[g["scenario"]]
-        runs = ", ".join(f"{i}: {g['impls'][i]['runs']} run(s)" for i in impls)
+        # an implementation that does not run this test (libev: none; floor: udp) has no column
+        shown = [i for i in impls if g["impls"][i]["runs"] or g["impls"][i]["failed"]]
+        runs = ", ".join(f"{i}: {g['impls'][i]['runs']} run(s)" for i in shown)
         out.append(f"## {g['method']}, {what} ({runs})\n")
-        header = "| figure | " + " | ".join(impls)
-        rule = "|---|" + "---:|" * len(impls)
-        if "ratio" in g and g["ratio"]:
-            header += " | ours/libev"
-            rule += "---:|"
+        ratios = [i for i in shown if g["vs_libev"].get(i)]
+        header = "| figure | " + " | ".join(shown) + "".join(f" | {i}/libev" for i in ratios)
+        rule = "|---|" + "---:|" * (len(shown) + len(ratios))
         out.append(header + " |")
         out.append(rule)
         for key, label in figure_labels(g["scenario"]):
             source = "sum" if key in SUM_FIGURES else "median"
-            cells = [fmt(g["impls"][i][source].get(key), key, g["scenario"]) for i in impls]
-            if g["ratio"]:
-                cells.append("" if key in SUM_FIGURES else fmt(g["ratio"].get(key), "ratio"))
+            cells = [fmt(g["impls"][i][source].get(key), key, g["scenario"]) for i in shown]
+            cells += ["" if key in SUM_FIGURES else fmt(g["vs_libev"][i].get(key), "ratio")
+                      for i in ratios]
             out.append(f"| {label} | " + " | ".join(cells) + " |")
         for key in NOISE_FIGURES:
             label = dict(figure_labels(g["scenario"]))[key].replace("**", "")
             cells = []
-            for i in impls:
+            for i in shown:
                 s = g["impls"][i]["spread"].get(key)
                 cells.append("-" if s is None else f"{s:.0%}")
-            if g["ratio"]:
-                cells.append("")
+            cells += [""] * len(ratios)
             out.append(f"| spread of {label} | " + " | ".join(cells) + " |")
         out.append("")
         for note in g["notes"]:
@@ -963,24 +984,24 @@ def markdown(groups, impls, cfg, machine):
 # ------------------------------------------------------------------ setup
 
 
-def find_ssload(args, workdir):
-    candidates = []
-    if args.ssload:
-        candidates.append(args.ssload)
-    candidates += [os.path.join(args.ours, "tests", "bench", "ssload"),
-                   os.path.join(REPO, "build", "tests", "bench", "ssload")]
-    src = os.path.join(HERE, "ssload.c")
+def find_tool(name, given, ours, workdir):
+    """A tool of tests/bench (ssload, ssfloor): the one given, else the build's, else built
+    from its source into workdir."""
+    candidates = [given] if given else []
+    candidates += [os.path.join(ours, "tests", "bench", name),
+                   os.path.join(REPO, "build", "tests", "bench", name)]
+    src = os.path.join(HERE, f"{name}.c")
     for path in candidates:
         if os.access(path, os.X_OK) and os.path.isfile(path):
             if os.path.exists(src) and os.path.getmtime(path) < os.path.getmtime(src):
                 print(f"warning: {path} is older than {src}; rebuild it", file=sys.stderr)
             return os.path.abspath(path)
-        if path == args.ssload:
-            raise BenchError(f"--ssload {path}: not an executable")
+        if path == given:
+            raise BenchError(f"--{name} {path}: not an executable")
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if not cc:
-        raise BenchError("no ssload binary found and no C compiler to build one")
-    out = os.path.join(workdir, "ssload")
+        raise BenchError(f"no {name} binary found and no C compiler to build one")
+    out = os.path.join(workdir, name)
     subprocess.run([cc, "-std=gnu17", "-O2", "-Wall", "-Wextra", "-o", out, src], check=True)
     print(f"built {out} from {src}", file=sys.stderr)
     return out
@@ -1106,6 +1127,8 @@ def parse_args(argv):
     p.add_argument("--tunnel-args", default="",
                    help="extra ss-tunnel arguments for both implementations")
     p.add_argument("--ssload", help="the ssload binary (default: found in the build, or built)")
+    p.add_argument("--ssfloor", help="the ssfloor binary, for --impls floor (default: found in "
+                                     "the build, or built)")
     p.add_argument("--json", metavar="FILE", help="write every run and the summary as JSON")
     p.add_argument("--markdown", metavar="FILE", help="also write the markdown report to FILE")
     p.add_argument("--svg", metavar="FILE",
@@ -1156,12 +1179,17 @@ def main(argv):
     try:
         args.pin = pin_layout(args.pin_spec)
         check_load_cc(args)
-        args.ssload = find_ssload(args, logroot)
+        args.ssload = find_tool("ssload", args.ssload, args.ours, logroot)
         dirs = {"ours": args.ours, "ours-copy": args.ours, "libev": args.libev}
         envs = {"ours-copy": {"SS_NO_SPLICE": "1"}}
-        impls = {name: Impl(name, binary(dirs[name], "ss-server"), binary(dirs[name], "ss-tunnel"),
-                            envs.get(name))
-                 for name in args.impl_names}
+        impls = {}
+        for name in args.impl_names:
+            if name == "floor":
+                floor = find_tool("ssfloor", args.ssfloor, args.ours, logroot)
+                impls[name] = Impl(name, floor, floor)
+            else:
+                impls[name] = Impl(name, binary(dirs[name], "ss-server"),
+                                   binary(dirs[name], "ss-tunnel"), envs.get(name))
         machine = machine_info()
         for name, impl in impls.items():
             print(f"{name}: {impl.server} {impl.tunnel}", file=sys.stderr)
@@ -1202,6 +1230,8 @@ def main(argv):
             warm_test = "udp" if args.scenario_list == ["udp"] else "upload"
             for impl in impls.values():
                 wm = next((m for m in args.method_list if supports(impl, m)), "aes-256-gcm")
+                if not supports(impl, wm, warm_test):
+                    continue
                 run = attempt(impl, wm, warm_test, warm, f"warm-up {impl.name}")
                 if "error" in run:
                     failures += 1
@@ -1212,7 +1242,8 @@ def main(argv):
                 print(f"{method} {scenario}:", file=sys.stderr)
                 for rep in range(args.repeat):
                     for impl in impls.values():
-                        if not supports(impl, method) or (scenario, method) == ("udp", "bypass"):
+                        if (not supports(impl, method, scenario) or
+                                (scenario, method) == ("udp", "bypass")):
                             continue
                         run = attempt(impl, method, scenario, args,
                                       f"run {rep + 1}/{args.repeat} {impl.name:5}")

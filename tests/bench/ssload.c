@@ -50,6 +50,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_addr.h"
+
 #define PAT_LEN 1048573u /* prime */
 #define IO_CHUNK (256u * 1024u)
 #define MAX_EVENTS 256
@@ -175,43 +177,6 @@ static double opt_seconds(const char *name, const char *arg)
 	if (end == arg || *end || v < 0)
 		usage_error("%s: not a number of seconds: '%s'", name, arg);
 	return v;
-}
-
-/* "1.2.3.4:80", "[::1]:80", "localhost:80" */
-static bool parse_addr(const char *s, bool passive, struct sockaddr_storage *ss, socklen_t *len)
-{
-	char host[256];
-	const char *port, *end;
-	struct addrinfo hints, *res;
-	size_t hlen;
-
-	if (s[0] == '[') {
-		end = strchr(s, ']');
-		if (!end || end[1] != ':')
-			return false;
-		s++;
-		port = end + 2;
-	} else {
-		end = strrchr(s, ':');
-		if (!end)
-			return false;
-		port = end + 1;
-	}
-	hlen = (size_t)(end - s);
-	if (hlen == 0 || hlen >= sizeof host || !*port)
-		return false;
-	memcpy(host, s, hlen);
-	host[hlen] = '\0';
-
-	memset(&hints, 0, sizeof hints);
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
-	if (getaddrinfo(host, port, &hints, &res) != 0)
-		return false;
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return true;
 }
 
 /* SO_RCVLOWAT: wake the receiver only once this many bytes wait (or at EOF). Bulk receivers (the
