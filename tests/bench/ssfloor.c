@@ -10,8 +10,10 @@
  * it, it reads that header from each connection and connects to the address in it.
  *
  * Per connection: accept4, socket, connect (complete on return on loopback), two epoll_ctl, and
- * then only reads, writes, one shutdown per direction and the closes. Reads are edge-triggered and
- * a short read counts as "drained", so no read ends in EAGAIN. Writes block: one thread, so a slow
+ * then only reads, writes, one shutdown (the first end passed on; the second goes with the closes)
+ * and the closes. Reads are edge-triggered and a short read counts as "drained", so no read ends in
+ * EAGAIN, unless the event also reported the peer's FIN: a read that returns the last bytes leaves
+ * the FIN unread, and no new edge would come for it. Writes block: one thread, so a slow
  * reader stalls every connection. That is fine for the short request/answer connections bench.py
  * sends through it (its rr test), and keeps writes to one call each; it is not a relay to use.
  * Nor is it a floor for bulk transfers: it copies through 64 KiB, where a relay without a cipher
@@ -118,7 +120,7 @@ static int header_decode(const uint8_t *h, size_t n, struct sockaddr_storage *ss
 
 static void watch(int fd)
 {
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.fd = fd};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.fd = fd};
 
 	if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		perror("ssfloor: epoll_ctl");
@@ -210,8 +212,10 @@ static bool server_header(int fd, uint8_t **p, size_t *n)
 	return true;
 }
 
-static void on_readable(int fd)
+static void on_readable(int fd, uint32_t events)
 {
+	bool fin = events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+
 	while (!sides[fd].dead) {
 		ssize_t r = recv(fd, buf, BUF_SIZE, MSG_DONTWAIT);
 		if (r < 0) {
@@ -245,7 +249,7 @@ static void on_readable(int fd)
 			finish(fd);
 			return;
 		}
-		if ((size_t)r < BUF_SIZE)
+		if ((size_t)r < BUF_SIZE && !fin)
 			return; /* a short read: nothing more waits, and the edge will come again */
 	}
 }
@@ -334,7 +338,7 @@ int main(int argc, char **argv)
 			if (evs[i].data.fd == lfd)
 				on_accept(lfd);
 			else
-				on_readable(evs[i].data.fd);
+				on_readable(evs[i].data.fd, evs[i].events);
 		}
 		while (n_dying > 0)
 			close(dying[--n_dying]);
