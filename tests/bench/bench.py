@@ -372,6 +372,7 @@ IMPL_NAMES = ("ours", "ours-copy", "libev", "floor")
 # target (ss-server runs idle).
 OURS_ONLY = ("none", "bypass")
 FLOOR_SCENARIOS = ("rr",)
+FLOOR_FIGURES = ("tunnel_cpu", "server_cpu", "total_cpu", "rate", "latency_p50", "latency_p99")
 
 
 def supports(impl, method, scenario=None):
@@ -814,7 +815,8 @@ def summarize(runs, impls, methods, scenarios, noise_limit):
                 if len(mine) == 1:
                     group["notes"].append(f"{impl}: a single run, no spread known")
                 group["impls"][impl] = entry
-            # Every other implementation against libev; "ratio" is ours/libev.
+            # Every other implementation against libev; "ratio" is ours/libev. The floor
+            # is one for CPU only: it holds no buffers per connection, so not for memory.
             group["vs_libev"] = {}
             if "libev" in group["impls"]:
                 b = group["impls"]["libev"]["median"]
@@ -822,8 +824,9 @@ def summarize(runs, impls, methods, scenarios, noise_limit):
                     if impl == "libev" or impl not in group["impls"]:
                         continue
                     a = group["impls"][impl]["median"]
-                    group["vs_libev"][impl] = {key: a[key] / b[key] for key in a
-                                               if key in b and b[key]}
+                    group["vs_libev"][impl] = {
+                        key: a[key] / b[key] for key in a
+                        if key in b and b[key] and (impl != "floor" or key in FLOOR_FIGURES)}
             group["ratio"] = group["vs_libev"].get("ours", {})
             groups.append(group)
     return groups
@@ -836,6 +839,8 @@ def svg_chart(groups, impls):
     if not rows:
         return None
     colors = {"ours": "#2b6cb0", "ours-copy": "#68a0d8", "libev": "#c05621"}
+    impls = [i for i in impls
+             if any(g["impls"].get(i, {}).get("median", {}).get("total_cpu") for g in rows)]
     vals = [g["impls"].get(i, {}).get("median", {}).get("total_cpu") for g in rows for i in impls]
     top = max([v for v in vals if v] or [1.0])
     bar, gap, left, height = 14, 10, 250, 18 * 0 + 40
@@ -934,6 +939,7 @@ def markdown(groups, impls, cfg, machine):
         for g in groups:
             a, b = g["impls"]["ours"]["median"], g["impls"]["libev"]["median"]
             unit, runit = OVERVIEW_UNITS.get(g["scenario"], ("s/GB", "MB/s"))
+            noisy = any(n.startswith(("ours:", "libev:")) for n in g["notes"])
             r = g["ratio"]
             out.append(
                 f"| {g['method']} | {g['scenario']} "
@@ -941,7 +947,7 @@ def markdown(groups, impls, cfg, machine):
                 f"| {fmt(b.get('total_cpu'), 'total_cpu', g['scenario'])} {unit} "
                 f"| {fmt(r.get('total_cpu'), 'ratio')} "
                 f"| {fmt(a.get('rate'), 'rate')} {runit} | {fmt(b.get('rate'), 'rate')} {runit} "
-                f"| {fmt(r.get('rate'), 'ratio')} | {'yes' if g['notes'] else ''} |")
+                f"| {fmt(r.get('rate'), 'ratio')} | {'yes' if noisy else ''} |")
         out.append("")
     for g in groups:
         what = {"upload": f"upload, {human_bytes(cfg.bytes)} client -> target",
@@ -952,6 +958,8 @@ def markdown(groups, impls, cfg, machine):
                 }[g["scenario"]]
         # an implementation that does not run this test (libev: none; floor: udp) has no column
         shown = [i for i in impls if g["impls"][i]["runs"] or g["impls"][i]["failed"]]
+        if not shown:
+            continue
         runs = ", ".join(f"{i}: {g['impls'][i]['runs']} run(s)" for i in shown)
         out.append(f"## {g['method']}, {what} ({runs})\n")
         ratios = [i for i in shown if g["vs_libev"].get(i)]
@@ -1252,6 +1260,9 @@ def main(argv):
                         if "error" in run:
                             failures += 1
 
+        if not runs:
+            raise BenchError("the implementations chosen run none of the tests chosen "
+                             "(floor runs rr only; libev has no none or bypass)")
         groups = summarize(runs, args.impl_names, args.method_list, args.scenario_list,
                            args.noise)
         report = markdown(groups, args.impl_names, args, machine)
