@@ -65,18 +65,21 @@ def summary(p):
     raise SystemExit("the sink printed no summary")
 
 
+def read_to_end(sock):
+    got = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return got
+        got += chunk
+
+
 def echo_until_eof(listener, n):
     """A target that reads each connection to its end, then sends it all back and closes."""
     for _ in range(n):
         conn, _ = listener.accept()
         with conn:
-            got = b""
-            while True:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
-                got += chunk
-            conn.sendall(got)
+            conn.sendall(read_to_end(conn))
 
 
 def half_close(port, size):
@@ -85,12 +88,7 @@ def half_close(port, size):
     with socket.create_connection((LOOPBACK, port), timeout=10) as s:
         s.sendall(data)
         s.shutdown(socket.SHUT_WR)
-        got = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            got += chunk
+        got = read_to_end(s)
     if got != data:
         raise SystemExit(f"half-close: {len(got)} bytes came back of {len(data)}, or altered")
 
