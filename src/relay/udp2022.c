@@ -143,7 +143,7 @@ const char *ss_udp2022_open_request(ss_udp_relay_t *u, ss_udp_listener_t *l,
 		    ss_2022_udp_session_start(&u->u22, &a->tx, ss_udp2022_new_id(), p.user) < 0)
 			return "no association";
 		udp2022_adopt(u, a, p.packet_id);
-		if (p.user && ss_log_enabled(SS_LOG_INFO)) {
+		if (p.user) {
 			char peer[SS_ADDR_STRLEN];
 			ss_info(
 			    "udp %s: user %s: new session",
