@@ -344,40 +344,57 @@ def wait_listening(ports, procs, timeout, udp_ports=()):
 
 
 class Impl:
+    """A relay pair with Shadowsocks' command line."""
+    scenarios = None  # every one
+    ratio_figures = None  # every figure has a ratio to libev
+
     def __init__(self, name, server, tunnel, env=None):
         self.name, self.server, self.tunnel, self.env = name, server, tunnel, env
 
     def server_argv(self, port, password, method, extra):
-        if self.name == "floor":
-            return [self.server, "--listen", f"{LOOPBACK}:{port}"]
         return [self.server, "-s", LOOPBACK, "-p", str(port), "-k", password,
                 "-m", method] + extra
 
     def tunnel_argv(self, port, server_port, target_port, password, method, extra):
-        if self.name == "floor":
-            return [self.tunnel, "--listen", f"{LOOPBACK}:{port}", "--connect",
-                    f"{LOOPBACK}:{server_port}", "--target", f"{LOOPBACK}:{target_port}"]
         return [self.tunnel, "-s", LOOPBACK, "-p", str(server_port), "-b", LOOPBACK,
                 "-l", str(port), "-L", f"{LOOPBACK}:{target_port}", "-k", password,
                 "-m", method] + extra
 
 
+class FloorImpl(Impl):
+    """ssfloor in both places: a plain relay with no cipher and the fewest system calls, what
+    any relay pair spends on a short connection. rr only, the method ignored; a floor for CPU,
+    not for memory (it holds no buffers per connection)."""
+    scenarios = ("rr",)
+    ratio_figures = ("tunnel_cpu", "server_cpu", "total_cpu", "rate", "latency_p50",
+                     "latency_p99")
+
+    def __init__(self, ssfloor):
+        super().__init__("floor", ssfloor, ssfloor)
+
+    def server_argv(self, port, password, method, extra):
+        return [self.server, "--listen", f"{LOOPBACK}:{port}"]
+
+    def tunnel_argv(self, port, server_port, target_port, password, method, extra):
+        return [self.tunnel, "--listen", f"{LOOPBACK}:{port}", "--connect",
+                f"{LOOPBACK}:{server_port}", "--target", f"{LOOPBACK}:{target_port}"]
+
+
 # "ours-copy": our binaries with splice(2) turned off, to show what it saves.
-# "floor": ssfloor in both places, a plain relay with no cipher and the fewest
-# system calls: what any relay pair spends on a short connection (rr only; the
-# method is ignored).
+# "floor": FloorImpl.
 IMPL_NAMES = ("ours", "ours-copy", "libev", "floor")
 # Ours only: shadowsocks-libev has neither method none nor an ACL in ss-tunnel.
 # "bypass" is ss-tunnel with an ACL that sends everything straight to the
-# target (ss-server runs idle).
+# target (ss-server runs idle); an ACL routes no UDP.
 OURS_ONLY = ("none", "bypass")
-FLOOR_SCENARIOS = ("rr",)
-FLOOR_FIGURES = ("tunnel_cpu", "server_cpu", "total_cpu", "rate", "latency_p50", "latency_p99")
 
 
 def supports(impl, method, scenario=None):
-    if impl.name == "floor":
-        return method != "bypass" and (scenario is None or scenario in FLOOR_SCENARIOS)
+    """Whether impl runs method (in scenario, when given)."""
+    if method == "bypass" and (scenario == "udp" or impl.name == "floor"):
+        return False
+    if impl.scenarios is not None and scenario is not None and scenario not in impl.scenarios:
+        return False
     return not (impl.name == "libev" and method in OURS_ONLY)
 
 
@@ -820,13 +837,13 @@ def summarize(runs, impls, methods, scenarios, noise_limit):
             group["vs_libev"] = {}
             if "libev" in group["impls"]:
                 b = group["impls"]["libev"]["median"]
-                for impl in impls:
-                    if impl == "libev" or impl not in group["impls"]:
+                for name, impl in impls.items():
+                    if name == "libev" or name not in group["impls"]:
                         continue
-                    a = group["impls"][impl]["median"]
-                    group["vs_libev"][impl] = {
-                        key: a[key] / b[key] for key in a
-                        if key in b and b[key] and (impl != "floor" or key in FLOOR_FIGURES)}
+                    a = group["impls"][name]["median"]
+                    keys = impl.ratio_figures or a
+                    group["vs_libev"][name] = {key: a[key] / b[key] for key in keys
+                                               if key in a and key in b and b[key]}
             group["ratio"] = group["vs_libev"].get("ours", {})
             groups.append(group)
     return groups
@@ -1193,8 +1210,7 @@ def main(argv):
         impls = {}
         for name in args.impl_names:
             if name == "floor":
-                floor = find_tool("ssfloor", args.ssfloor, args.ours, logroot)
-                impls[name] = Impl(name, floor, floor)
+                impls[name] = FloorImpl(find_tool("ssfloor", args.ssfloor, args.ours, logroot))
             else:
                 impls[name] = Impl(name, binary(dirs[name], "ss-server"),
                                    binary(dirs[name], "ss-tunnel"), envs.get(name))
@@ -1250,8 +1266,7 @@ def main(argv):
                 print(f"{method} {scenario}:", file=sys.stderr)
                 for rep in range(args.repeat):
                     for impl in impls.values():
-                        if (not supports(impl, method, scenario) or
-                                (scenario, method) == ("udp", "bypass")):
+                        if not supports(impl, method, scenario):
                             continue
                         run = attempt(impl, method, scenario, args,
                                       f"run {rep + 1}/{args.repeat} {impl.name:5}")
@@ -1263,7 +1278,7 @@ def main(argv):
         if not runs:
             raise BenchError("the implementations chosen run none of the tests chosen "
                              "(floor runs rr only; libev has no none or bypass)")
-        groups = summarize(runs, args.impl_names, args.method_list, args.scenario_list,
+        groups = summarize(runs, impls, args.method_list, args.scenario_list,
                            args.noise)
         report = markdown(groups, args.impl_names, args, machine)
         print(report)
