@@ -18,6 +18,7 @@
  * The small fixed loops are unrolled (the pragmas), so that their arrays of
  * registers stay in registers: a tenth faster at -O2. */
 #include "crypto/chacha_avx512.h"
+#include "crypto/cpu.h"
 
 #include <errno.h>
 #include <string.h>
@@ -42,14 +43,7 @@ bool ss_chacha512_chunk_ok(ss_aead_alg_t alg)
 
 bool ss_chacha512_available(void)
 {
-	static int known = -1;
-
-	if (known < 0) {
-		__builtin_cpu_init();
-		known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-			__builtin_cpu_supports("avx512ifma");
-	}
-	return known == 1;
+	return ss_cpu_has(SS_CPU_AVX512F | SS_CPU_AVX512BW | SS_CPU_AVX512IFMA);
 }
 
 #define CC_QR(a, b, c, d)                                                                          \

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "crypto/cpu.h"
 #include "crypto/primitives.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -34,16 +35,7 @@
 
 bool ss_vgcm_available(void)
 {
-	static int known = -1;
-
-	if (known < 0) {
-		__builtin_cpu_init();
-		known = __builtin_cpu_supports("aes") && __builtin_cpu_supports("pclmul") &&
-			__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-			__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vaes") &&
-			__builtin_cpu_supports("vpclmulqdq");
-	}
-	return known == 1;
+	return ss_cpu_has(SS_VGCM_CPU);
 }
 
 VGCM_TARGET static inline __m128i byte_rev_mask(void)

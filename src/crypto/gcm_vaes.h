@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "crypto/cpu.h"
+
 /* AES-GCM (AES-128 and AES-256, 12-byte nonce, no associated data) on x86-64
  * CPUs with VAES and VPCLMULQDQ on 512-bit registers (AVX-512 F, BW and VL):
  * counter mode and GHASH four blocks to a register, 32 blocks a step.
@@ -18,6 +20,11 @@ typedef struct ss_vgcm {
 	_Alignas(64) uint8_t hpow[16][16];
 	uint8_t rounds; /* 10 or 14; 0 when no key is set */
 } ss_vgcm_t;
+
+/* The CPU features it needs (crypto/cpu.h). */
+#define SS_VGCM_CPU                                                                                \
+	(SS_CPU_AESNI | SS_CPU_PCLMUL | SS_CPU_SSSE3 | SS_CPU_SSE41 | SS_CPU_AVX2 |                \
+	 SS_CPU_AVX512F | SS_CPU_AVX512BW | SS_CPU_AVX512VL | SS_CPU_VAES | SS_CPU_VPCLMULQDQ)
 
 /* Whether this CPU (and the OS, for the 512-bit state) runs it. */
 bool ss_vgcm_available(void);
