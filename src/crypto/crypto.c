@@ -2,13 +2,6 @@
 
 #include <mbedtls/md5.h>
 #include <sodium.h>
-#include <stdbool.h>
-#include <string.h>
-#include <sys/mman.h>
-#ifdef __linux__
-#include <errno.h>
-#include <sys/random.h>
-#endif
 
 int ss_crypto_global_init(void)
 {
@@ -23,80 +16,6 @@ const ss_crypto_backend_t *ss_crypto_default(void)
 #else
 	return &ss_crypto_sodium;
 #endif
-}
-
-/* Random bytes come from the kernel a page at a time: one getrandom(2)
- * serves about a hundred salts, where it took one system call per
- * connection and per UDP datagram. Each byte is wiped as it is handed out.
- * The page is zeroed in a forked child (MADV_WIPEONFORK), whose count then
- * reads zero and refills, so parent and child never share bytes; where
- * that is not available every call goes to the kernel. The relay is single
- * threaded, and so is this. */
-#define RANDOM_POOL_PAGE 4096
-#define RANDOM_POOL_MAX_ASK 64
-
-typedef struct {
-	size_t left;
-	uint8_t bytes[RANDOM_POOL_PAGE - sizeof(size_t)];
-} random_pool_t;
-
-static random_pool_t *random_pool_get(void)
-{
-#ifdef MADV_WIPEONFORK
-	static random_pool_t *pool;
-	static bool tried;
-
-	if (!tried) {
-		tried = true;
-		void *p = mmap(NULL, RANDOM_POOL_PAGE, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p != MAP_FAILED && madvise(p, RANDOM_POOL_PAGE, MADV_WIPEONFORK) == 0)
-			pool = p;
-		else if (p != MAP_FAILED)
-			munmap(p, RANDOM_POOL_PAGE);
-	}
-	return pool;
-#else
-	return NULL;
-#endif
-}
-
-/* The whole page in one getrandom(2) where there is one (libsodium asks
- * for 256 bytes a call); it can come back short when a signal lands. */
-static void random_fill(uint8_t *p, size_t len)
-{
-#ifdef __linux__
-	while (len) {
-		ssize_t n = getrandom(p, len, 0);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-#endif
-	if (len)
-		randombytes_buf(p, len);
-}
-
-void ss_random_bytes(void *buf, size_t len)
-{
-	random_pool_t *pool = len <= RANDOM_POOL_MAX_ASK ? random_pool_get() : NULL;
-
-	if (!pool) {
-		randombytes_buf(buf, len);
-		return;
-	}
-	if (pool->left < len) {
-		random_fill(pool->bytes, sizeof(pool->bytes));
-		pool->left = sizeof(pool->bytes);
-	}
-	uint8_t *p = pool->bytes + sizeof(pool->bytes) - pool->left;
-	memcpy(buf, p, len);
-	sodium_memzero(p, len);
-	pool->left -= len;
 }
 
 bool ss_ct_equal(const void *a, const void *b, size_t len)
