@@ -413,6 +413,8 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 		cfg->udp_timeout = 60;
 	if (cfg->udp_max_assoc == 0)
 		cfg->udp_max_assoc = SS_UDP_MAX_ASSOC_DEFAULT;
+	if (cfg->replay_capacity == 0)
+		cfg->replay_capacity = SS_REPLAY_CAPACITY_DEFAULT;
 
 	if (cfg->method == NULL && ss_cfg_method(cfg, SS_DEFAULT_METHOD, err, errlen) != 0)
 		return -EINVAL;

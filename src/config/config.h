@@ -26,6 +26,10 @@ typedef enum {
 
 #define SS_MAX_SERVERS 16
 #define SS_UDP_MAX_ASSOC_DEFAULT 4096
+/* Salts ss-server remembers against replays, in each of its pools (see
+ * replay_capacity below); shadowsocks-libev also remembers 10^6. */
+#define SS_REPLAY_CAPACITY_DEFAULT 1000000
+#define SS_REPLAY_CAPACITY_MAX (1L << 26)
 #define SS_HOST_MAX 256
 
 typedef struct ss_host_port {
@@ -97,6 +101,12 @@ typedef struct ss_config {
 	int mtu;              /* --mtu / "mtu", 0 = none */
 	int udp_timeout;      /* --udp-timeout / "udp_timeout", seconds, default 60 */
 	int udp_max_assoc;    /* --udp-max-associations / "udp_max_associations" */
+	/* "replay_capacity" (ss-server, JSON only): the salts each replay pool
+	 * holds. SIP004 keeps two pools of the last this many salts, one for
+	 * TCP and one for UDP, so datagrams never push out a connection's
+	 * salt; SIP022 keeps the request salts of the last 60 s, at most this
+	 * many (refusing new connections beyond it). */
+	long replay_capacity;
 
 	/* Parsed and kept for later work; the programs do not act on them yet.
 	 * Empty means not given (an empty "plugin" counts as none, as libev). */

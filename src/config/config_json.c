@@ -296,6 +296,17 @@ static int j_udp_max_assoc(ss_config_t *cfg, const cJSON *v, const char *key, ch
 	return 0;
 }
 
+static int j_replay_capacity(ss_config_t *cfg, const cJSON *v, const char *key, char *err,
+			     size_t errlen)
+{
+	char shown[96];
+
+	if (int_of(v, 1, SS_REPLAY_CAPACITY_MAX, &cfg->replay_capacity) != 0)
+		return ss_cfg_err(err, errlen, "\"%s\" must be a number from 1 to %ld, not %s", key,
+				  SS_REPLAY_CAPACITY_MAX, show(v, shown, sizeof(shown)));
+	return 0;
+}
+
 static int j_verbose(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
 {
 	char shown[96];
@@ -508,6 +519,7 @@ static const struct json_key {
     FN("plugin_mode", SS_CF_PLUGIN_MODE, j_plugin_mode),
     FN("auth", -1, j_auth),
     FN("users", -1, j_users),
+    FN("replay_capacity", -1, j_replay_capacity),
 #undef FN
 #undef STR
 #undef BOOL

@@ -12,11 +12,13 @@
  * then connect to the target. Decoded plaintext is gathered at the front of
  * the inbound buffer (dir->keep bytes); the undecoded rest follows it. */
 
-enum { STAGE_SALT, STAGE_HEADER };
+/* SIP004: STAGE_FIRST until the first chunk has authenticated, when its
+ * salt is checked against the replay pool and recorded. */
+enum { STAGE_FIRST, STAGE_HEADER };
 
 static void server_accepted(ss_conn_t *c)
 {
-	c->hs_stage = STAGE_SALT;
+	c->hs_stage = STAGE_FIRST;
 	c->action = "server";
 }
 
@@ -90,7 +92,9 @@ static void server_inbound_aead(ss_conn_t *c)
 	do {
 		r = ss_aead_dec(s, buf + dir->rpos, dir->rend - dir->rpos, &consumed, spans,
 				SS_ARRAY_LEN(spans), &ns);
-		if (c->hs_stage == STAGE_SALT && s->have_salt) {
+		/* Only a salt whose first chunk authenticated is recorded:
+		 * junk from peers without the key never displaces one. */
+		if (c->hs_stage == STAGE_FIRST && ns) {
 			c->hs_stage = STAGE_HEADER;
 			if (ss_saltpool_check_add(&inst->saltpool, s->salt, s->method->salt_len,
 						  (uint64_t)ev_now(inst->loop)) != 0) {

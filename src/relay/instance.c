@@ -16,7 +16,6 @@
 /* Pipes for splice(2) at once (two descriptors each, kept out of the
  * connections' budget): the directions moving bytes right now. */
 #define SPLICE_PIPES 64
-#define REPLAY_CAPACITY 1000000 /* salts a server remembers (shadowsocks-libev: 1e6) */
 #define ACCEPT_RETRY 1.0        /* seconds between accept attempts while out of descriptors */
 
 static size_t instance_max_conns(void)
@@ -233,20 +232,27 @@ static int instance_setup_outbound(struct ss_instance *inst, char *err, size_t e
 	return 0;
 }
 
-/* What a server keeps against replays (an exact salt pool: the last salts
- * for SIP004, the last 60 s of request salts for SIP022) and its users. */
+/* What a server keeps against replays (exact salt pools: the last salts
+ * for SIP004, the request salts of the last 60 s for SIP022) and its
+ * users. SIP004 datagrams get a pool of their own: a burst of them must not
+ * push out the salts of connections. */
 static int instance_setup_replay(struct ss_instance *inst, char *err, size_t errlen)
 {
 	const ss_config_t *cfg = inst->cfg;
+	size_t cap = (size_t)cfg->replay_capacity;
 	int rc;
 
 	if (inst->plain)
 		return 0; /* nothing to replay against */
-	/* SIP004 has no timestamps: the last REPLAY_CAPACITY salts. */
-	rc = inst->sip022 ? ss_saltpool_init(&inst->saltpool, REPLAY_CAPACITY, SS_2022_SALT_TTL)
-			  : ss_saltpool_init_fifo(&inst->saltpool, REPLAY_CAPACITY);
+	if (inst->sip022) {
+		rc = ss_saltpool_init(&inst->saltpool, cap, SS_2022_SALT_TTL);
+	} else {
+		rc = ss_saltpool_init_fifo(&inst->saltpool, cap);
+		if (rc == 0 && cfg->mode != SS_MODE_TCP_ONLY)
+			rc = ss_saltpool_init_fifo(&inst->udp_saltpool, cap);
+	}
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot allocate the salt pool");
+		snprintf(err, errlen, "cannot reserve the salt pools for %zu salts", cap);
 		return -ENOMEM;
 	}
 	if (!cfg->n_users)
@@ -401,6 +407,7 @@ void ss_instance_destroy(ss_instance_t *inst)
 	}
 	ev_prepare_stop(inst->loop, &inst->reaper);
 	ss_saltpool_free(&inst->saltpool);
+	ss_saltpool_free(&inst->udp_saltpool);
 	ss_pipe_pool_destroy(&inst->pipes);
 	ss_acl_free(inst->acl);
 	ss_2022_users_free(&inst->users);

@@ -33,8 +33,12 @@ struct ss_instance {
 	bool acl_by_addr;       /* the ACL has address rules: names may need a lookup */
 	bool splice_ok;         /* splice(2) may move COPY directions (ss_splice_supported) */
 	ss_pipe_pool_t pipes;   /* their pipes, held only while bytes are in them */
-	ss_saltpool_t saltpool; /* server: salts seen (SIP004: the last 10^6, exact;
-				   SIP022: the request salts of the last 60 s) */
+	/* server: salts seen, exact. SIP004: the last replay_capacity salts of
+	 * connections whose first chunk authenticated, and apart from them
+	 * those of datagrams that opened; SIP022: the request salts of the
+	 * last 60 s (its datagrams carry session and packet ids instead). */
+	ss_saltpool_t saltpool;
+	ss_saltpool_t udp_saltpool;
 	ss_2022_users_t users;  /* server, SIP022 with "users" */
 	ss_udp_relay_t udp;     /* when the mode includes UDP */
 	ss_listener_t listeners[SS_MAX_SERVERS];

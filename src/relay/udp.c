@@ -326,7 +326,7 @@ static const char *udp_aead_open(ss_udp_relay_t *u, size_t len, ss_udp_pkt_t *p)
 		    ss_aead_open_packet(m, inst->be, &u->aead, inst->cfg->key, wire, len, &plain);
 		if (plen < 0)
 			return "failed to decrypt";
-		if (!u->client && ss_saltpool_check_add(&inst->saltpool, wire, m->salt_len,
+		if (!u->client && ss_saltpool_check_add(&inst->udp_saltpool, wire, m->salt_len,
 							(uint64_t)ev_now(u->loop)) != 0)
 			return "repeated salt, possible replay";
 	}
