@@ -1,6 +1,7 @@
 /* Random bytes for salts, nonces and hash keys. */
 #include "crypto/primitives.h"
 
+#include <pthread.h>
 #include <sodium.h>
 #include <stdbool.h>
 #include <string.h>
@@ -13,10 +14,11 @@
 /* Random bytes come from the kernel a page at a time: one getrandom(2)
  * serves about a hundred salts, where it took one system call per
  * connection and per UDP datagram. Each byte is wiped as it is handed out.
- * The page is zeroed in a forked child (MADV_WIPEONFORK), whose count then
- * reads zero and refills, so parent and child never share bytes; where
- * that is not available every call goes to the kernel. The relay is single
- * threaded, and so is this. */
+ * Every thread has a page of its own, so two threads are never handed the
+ * same bytes; it is wiped and unmapped when the thread ends. The page is
+ * zeroed in a forked child (MADV_WIPEONFORK), whose count then reads zero
+ * and refills, so parent and child never share bytes either; where that is
+ * not available every call goes to the kernel. */
 #define RANDOM_POOL_PAGE 4096
 #define RANDOM_POOL_MAX_ASK 64
 
@@ -25,19 +27,41 @@ typedef struct {
 	uint8_t bytes[RANDOM_POOL_PAGE - sizeof(size_t)];
 } random_pool_t;
 
+#ifdef MADV_WIPEONFORK
+static pthread_key_t random_key;
+static pthread_once_t random_key_once = PTHREAD_ONCE_INIT;
+static bool random_key_ok;
+
+static void random_pool_release(void *p)
+{
+	sodium_memzero(p, RANDOM_POOL_PAGE);
+	munmap(p, RANDOM_POOL_PAGE);
+}
+
+static void random_key_init(void)
+{
+	random_key_ok = pthread_key_create(&random_key, random_pool_release) == 0;
+}
+#endif
+
 static random_pool_t *random_pool_get(void)
 {
 #ifdef MADV_WIPEONFORK
-	static random_pool_t *pool;
-	static bool tried;
+	static _Thread_local random_pool_t *pool;
+	static _Thread_local bool tried;
 
 	if (!tried) {
 		tried = true;
+		pthread_once(&random_key_once, random_key_init);
 		void *p = mmap(NULL, RANDOM_POOL_PAGE, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p != MAP_FAILED && madvise(p, RANDOM_POOL_PAGE, MADV_WIPEONFORK) == 0)
+		if (p == MAP_FAILED)
+			return NULL;
+		/* Without the destructor a thread's page would outlive it. */
+		if (random_key_ok && madvise(p, RANDOM_POOL_PAGE, MADV_WIPEONFORK) == 0 &&
+		    pthread_setspecific(random_key, p) == 0)
 			pool = p;
-		else if (p != MAP_FAILED)
+		else
 			munmap(p, RANDOM_POOL_PAGE);
 	}
 	return pool;
