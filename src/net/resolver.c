@@ -3,38 +3,56 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "util/arena.h"
+#include "util/tarena.h"
 #include "util/log.h"
 
-/* c-ares takes its allocator as process-wide hooks with no context, so the
- * arena they draw from is process-wide too: made by the first resolver and
- * kept until exit (c-ares may hold blocks until its last cleanup). Its
- * reservations are virtual; only the blocks in use become resident. */
+/* c-ares takes its allocator as process-wide hooks with no context: they
+ * draw from an arena per thread (util/tarena.h), kept until exit (c-ares may
+ * hold blocks until its last cleanup). Its reservations are virtual; only
+ * the blocks in use become resident. c-ares 1.18's library init and cleanup
+ * count their callers without a lock, so ours take one. */
 #define RESOLVER_ARENA_PER_CLASS (2u << 20)
 #define RESOLVER_HOSTS_FILE "/etc/hosts"
 #define RESOLVER_HOSTS_RECHECK 1.0 /* seconds between looks at the hosts file */
 #define RESOLVER_HOSTS_MAX 65536
-static ss_arena_t resolver_arena;
-static bool resolver_arena_ready;
+static ss_tarenas_t resolver_arenas = SS_TARENAS_INIT(RESOLVER_ARENA_PER_CLASS);
+static pthread_mutex_t resolver_lib_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *resolver_malloc(size_t n)
 {
-	return ss_arena_alloc(&resolver_arena, n);
+	return ss_tarenas_alloc(&resolver_arenas, n);
 }
 
 static void resolver_free(void *p)
 {
-	ss_arena_free(&resolver_arena, p);
+	ss_tarenas_free(&resolver_arenas, p);
 }
 
 static void *resolver_realloc(void *p, size_t n)
 {
-	return ss_arena_realloc(&resolver_arena, p, n);
+	return ss_tarenas_realloc(&resolver_arenas, p, n);
+}
+
+static int resolver_lib_init(void)
+{
+	pthread_mutex_lock(&resolver_lib_lock);
+	int rc = ares_library_init_mem(ARES_LIB_INIT_ALL, resolver_malloc, resolver_free,
+				       resolver_realloc);
+	pthread_mutex_unlock(&resolver_lib_lock);
+	return rc;
+}
+
+static void resolver_lib_cleanup(void)
+{
+	pthread_mutex_lock(&resolver_lib_lock);
+	ares_library_cleanup();
+	pthread_mutex_unlock(&resolver_lib_lock);
 }
 
 static void resolver_rearm_timer(ss_resolver_t *r)
@@ -106,15 +124,7 @@ int ss_resolver_init(ss_resolver_t *r, struct ev_loop *loop, const char *nameser
 	r->ipv6_first = ipv6_first;
 	for (i = 0; i < SS_RESOLVER_MAX_SOCKS; i++)
 		r->socks[i].fd = -1;
-	if (!resolver_arena_ready) {
-		if (ss_arena_init(&resolver_arena, RESOLVER_ARENA_PER_CLASS) < 0) {
-			snprintf(err, errlen, "cannot reserve memory for the resolver");
-			return -ENOMEM;
-		}
-		resolver_arena_ready = true;
-	}
-	rc = ares_library_init_mem(ARES_LIB_INIT_ALL, resolver_malloc, resolver_free,
-				   resolver_realloc);
+	rc = resolver_lib_init();
 	if (rc != ARES_SUCCESS) {
 		snprintf(err, errlen, "c-ares: %s", ares_strerror(rc));
 		return -EINVAL;
@@ -126,7 +136,7 @@ int ss_resolver_init(ss_resolver_t *r, struct ev_loop *loop, const char *nameser
 	r->hosts_checked = ev_now(loop);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot read %s: %s", r->hosts_path, strerror(-rc));
-		ares_library_cleanup();
+		resolver_lib_cleanup();
 		return rc;
 	}
 	opts.sock_state_cb = resolver_sock_state_cb;
@@ -140,7 +150,7 @@ int ss_resolver_init(ss_resolver_t *r, struct ev_loop *loop, const char *nameser
 	if (rc != ARES_SUCCESS) {
 		snprintf(err, errlen, "c-ares: %s", ares_strerror(rc));
 		ss_hosts_free(&r->hosts);
-		ares_library_cleanup();
+		resolver_lib_cleanup();
 		return -EINVAL;
 	}
 	if (nameservers && nameservers[0]) {
@@ -150,7 +160,7 @@ int ss_resolver_init(ss_resolver_t *r, struct ev_loop *loop, const char *nameser
 				 nameservers, ares_strerror(rc));
 			ares_destroy(r->channel);
 			ss_hosts_free(&r->hosts);
-			ares_library_cleanup();
+			resolver_lib_cleanup();
 			return -EINVAL;
 		}
 	}
@@ -170,7 +180,7 @@ void ss_resolver_free(ss_resolver_t *r)
 		if (r->socks[i].fd >= 0)
 			ev_io_stop(r->loop, &r->socks[i].io);
 	ss_hosts_free(&r->hosts);
-	ares_library_cleanup();
+	resolver_lib_cleanup();
 	r->ready = false;
 }
 

@@ -5,7 +5,7 @@
 
 #include "crypto/primitives.h"
 #include "shadowsocks.h"
-#include "util/arena.h"
+#include "util/tarena.h"
 #include "util/log.h"
 #include "util/proc.h"
 
@@ -13,17 +13,18 @@
 
 /* libev grows its arrays (descriptors, pending events) to the largest load
  * seen so far; its allocator hook, process-wide like libev itself, puts them
- * in an arena reserved at start-up rather than on the heap. */
+ * in an arena per thread (util/tarena.h) reserved on first use rather than
+ * on the heap. */
 #define PROGRAM_EV_ARENA_PER_CLASS (1u << 20)
-static ss_arena_t program_ev_arena;
+static ss_tarenas_t program_ev_arenas = SS_TARENAS_INIT(PROGRAM_EV_ARENA_PER_CLASS);
 
 static void *program_ev_alloc(void *ptr, long size)
 {
 	if (size == 0) {
-		ss_arena_free(&program_ev_arena, ptr);
+		ss_tarenas_free(&program_ev_arenas, ptr);
 		return NULL;
 	}
-	return ss_arena_realloc(&program_ev_arena, ptr, (size_t)size);
+	return ss_tarenas_realloc(&program_ev_arenas, ptr, (size_t)size);
 }
 
 static void program_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
@@ -72,8 +73,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	if (cfg.nofile > 0 && ss_proc_set_nofile(cfg.nofile, err, sizeof(err)) < 0)
 		ss_warn("%s", err);
 
-	if (ss_arena_init(&program_ev_arena, PROGRAM_EV_ARENA_PER_CLASS) == 0)
-		ev_set_allocator(program_ev_alloc);
+	ev_set_allocator(program_ev_alloc);
 	loop = EV_DEFAULT;
 	rc = ss_instance_create(&cfg, loop, &inst, err, sizeof(err));
 	if (rc < 0) {
