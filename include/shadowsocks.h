@@ -9,6 +9,17 @@
  *   ss_instance_create(&cfg, EV_DEFAULT, &inst, err, sizeof(err));
  *   ev_run(EV_DEFAULT, 0);        // until ss_instance_stop()
  *   ss_instance_destroy(inst);
+ *
+ * Threads: an instance belongs to the thread that runs its loop. Create,
+ * run, stop and destroy it on that thread, with a loop no other thread
+ * runs (libev loops are not thread-safe). Instances on different threads,
+ * each with a loop of its own (ev_loop_new), may run at the same time:
+ * the state the library keeps per process is per thread (the cache of
+ * random bytes, the c-ares allocator's arena) or taken under a lock
+ * (c-ares's library set-up). The log settings are set once, before any
+ * instance starts. ss_program_main is a whole program (signals, daemon,
+ * user switch, libev's allocator): call it once per process, on its main
+ * thread.
  */
 
 #include <stddef.h>
