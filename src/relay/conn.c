@@ -390,12 +390,19 @@ void ss_conn_reap(struct ss_instance *inst)
 		} else {
 			inst->stats.active--;
 			ss_pool_put(&inst->conns, c);
+			/* This may accept, and a new connection may close at
+			 * once: it joins inst->closed, kept below. */
 			ss_instance_slot_freed(inst);
 		}
 		c = next;
 	}
-	inst->closed = keep;
-	if (!keep)
+	while (keep) {
+		ss_conn_t *next = keep->next_closed;
+		keep->next_closed = inst->closed;
+		inst->closed = keep;
+		keep = next;
+	}
+	if (!inst->closed)
 		ev_prepare_stop(inst->loop, &inst->reaper);
 }
 

@@ -18,24 +18,50 @@
 #define SPLICE_PIPES 64
 #define ACCEPT_RETRY 1.0        /* seconds between accept attempts while out of descriptors */
 
-static size_t instance_max_conns(void)
-{
-	struct rlimit rl;
-	size_t n;
+/* What the descriptor limit (RLIMIT_NOFILE) allows at once: a few for
+ * listeners, the resolver and the like, two per splice pipe where the limit
+ * leaves room, and the rest shared between TCP connections (two each) and
+ * UDP associations (one each). With both TCP and UDP on, UDP gets at most a
+ * quarter, so associations, which only expire with time, can never leave
+ * connections without descriptors. */
+typedef struct {
+	size_t conns;
+	size_t udp;
+	unsigned long limit;
+} instance_budget_t;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-		return 4096;
-	if (rl.rlim_cur == RLIM_INFINITY)
-		return MAX_CONNS_CAP;
-	/* Two descriptors per connection, a few for listeners and the
-	 * resolver, and two per splice pipe where the limit leaves room. */
+static instance_budget_t instance_budget(const ss_config_t *cfg, bool tcp, bool udp)
+{
+	instance_budget_t b = {.udp = udp ? (size_t)cfg->udp_max_assoc : 0};
+	struct rlimit rl;
+	size_t avail, share;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+		rl.rlim_cur = 8192;
+	} else if (rl.rlim_cur == RLIM_INFINITY) {
+		b.conns = MAX_CONNS_CAP;
+		b.limit = 0;
+		return b;
+	}
+	b.limit = (unsigned long)rl.rlim_cur;
 	if (rl.rlim_cur > 64 + 4 * SPLICE_PIPES)
-		n = (rl.rlim_cur - 32 - 2 * SPLICE_PIPES) / 2;
-	else if (rl.rlim_cur > 64)
-		n = (rl.rlim_cur - 32) / 2;
+		avail = rl.rlim_cur - 32 - 2 * SPLICE_PIPES;
+	else if (rl.rlim_cur > 48)
+		avail = rl.rlim_cur - 32;
 	else
-		n = 16;
-	return n > MAX_CONNS_CAP ? MAX_CONNS_CAP : n;
+		avail = 16;
+	if (udp) {
+		share = tcp ? avail / 4 : avail;
+		if (share < 1)
+			share = 1;
+		if (b.udp > share)
+			b.udp = share;
+		avail -= b.udp;
+	}
+	b.conns = avail / 2 ? avail / 2 : 1;
+	if (b.conns > MAX_CONNS_CAP)
+		b.conns = MAX_CONNS_CAP;
+	return b;
 }
 
 static void instance_pause(struct ss_instance *inst, bool pause)
@@ -53,10 +79,63 @@ static void instance_pause(struct ss_instance *inst, bool pause)
 	}
 }
 
+/* A shortage (every slot in use, or no descriptor for accept) is logged
+ * when it starts and when it ends, with how often it held accepting back,
+ * not each time: under a steady overload it would hit on every close. It
+ * ends SHORTAGE_QUIET seconds after accept last found no connection
+ * waiting, if it has not hit again by then. */
+#define SHORTAGE_QUIET 2.0
+
+static void instance_shortage_hit(struct ss_instance *inst, ss_shortage_t *sh, const char *what)
+{
+	ev_timer_stop(inst->loop, &sh->quiet);
+	if (sh->times++ == 0) {
+		sh->since = ev_now(inst->loop);
+		ss_warn("%s; new connections wait", what);
+	}
+}
+
+/* accept found no connection waiting. */
+static void instance_shortage_eased(struct ss_instance *inst, ss_shortage_t *sh)
+{
+	if (!sh->times || ev_is_active(&sh->quiet))
+		return;
+	sh->last = ev_now(inst->loop);
+	ev_timer_set(&sh->quiet, SHORTAGE_QUIET, 0.);
+	ev_timer_start(inst->loop, &sh->quiet);
+}
+
+static void instance_shortage_over_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	ss_shortage_t *sh = w->data;
+	(void)loop;
+	(void)revents;
+
+	ss_notice("%s again after %.1f s (accepting held back %llu times)", sh->what,
+		  sh->last - sh->since, (unsigned long long)sh->times);
+	sh->times = 0;
+}
+
+static void instance_shortage_init(ss_shortage_t *sh, const char *what)
+{
+	sh->what = what;
+	sh->times = 0;
+	ev_init(&sh->quiet, instance_shortage_over_cb);
+	sh->quiet.data = sh;
+}
+
+static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents);
+
 void ss_instance_slot_freed(struct ss_instance *inst)
 {
-	if (inst->paused)
-		instance_pause(inst, false);
+	if (!inst->paused)
+		return;
+	instance_pause(inst, false);
+	/* In a shortage of slots, take a waiting connection now rather than
+	 * after the loop's next turn; finding none ends the shortage. */
+	for (size_t i = 0; i < inst->n_listeners && inst->slots_short.times && !inst->paused;
+	     i++)
+		instance_accept_cb(inst->loop, &inst->listeners[i].io, EV_READ);
 }
 
 static void instance_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -77,8 +156,10 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		struct sockaddr_storage peer;
 		socklen_t plen = sizeof(peer);
 		if (inst->conns.in_use >= inst->conns.cap) {
-			ss_warn("all %zu connection slots in use; not accepting for now",
-				inst->conns.cap);
+			char what[64];
+			snprintf(what, sizeof(what), "all %zu connection slots in use",
+				 inst->conns.cap);
+			instance_shortage_hit(inst, &inst->slots_short, what);
 			instance_pause(inst, true);
 			return;
 		}
@@ -91,13 +172,17 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 				 * on, the listener would spin. A connection's
 				 * end resumes it, and so does the timer, as the
 				 * descriptors may be held by something else. */
-				ss_warn("accept: %s; not accepting for a while", strerror(errno));
+				char what[96];
+				snprintf(what, sizeof(what), "accept: %s", strerror(errno));
+				instance_shortage_hit(inst, &inst->fds_short, what);
 				instance_pause(inst, true);
 				ev_timer_stop(inst->loop, &inst->retry);
 				ev_timer_set(&inst->retry, ACCEPT_RETRY, 0.);
 				ev_timer_start(inst->loop, &inst->retry);
-			} else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-				   errno != ECONNABORTED) {
+			} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				instance_shortage_eased(inst, &inst->slots_short);
+				instance_shortage_eased(inst, &inst->fds_short);
+			} else if (errno != EINTR && errno != ECONNABORTED) {
 				ss_warn("accept: %s", strerror(errno));
 			}
 			return;
@@ -288,7 +373,11 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 		       size_t errlen)
 {
 	struct ss_instance *inst = calloc(1, sizeof(*inst));
-	size_t max_conns = instance_max_conns();
+	bool udp = cfg->mode != SS_MODE_TCP_ONLY;
+	/* ss-local keeps TCP for SOCKS5 even in udp_only: UDP ASSOCIATE needs it. */
+	bool tcp = cfg->mode != SS_MODE_UDP_ONLY || cfg->prog == SS_PROG_LOCAL;
+	instance_budget_t budget = instance_budget(cfg, tcp, udp);
+	size_t max_conns = budget.conns;
 	int rc = -EINVAL;
 
 	if (!inst) {
@@ -322,6 +411,8 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->reaper.data = inst;
 	ev_init(&inst->retry, instance_retry_cb);
 	inst->retry.data = inst;
+	instance_shortage_init(&inst->slots_short, "connection slots free");
+	instance_shortage_init(&inst->fds_short, "descriptors available");
 
 	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t) + 2 * ss_conn_codec_size(inst),
 			 max_conns) < 0 ||
@@ -340,10 +431,11 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	if (cfg->acl[0] && (rc = instance_setup_acl(inst, err, errlen)) < 0)
 		goto fail;
 
-	bool udp = cfg->mode != SS_MODE_TCP_ONLY;
-	/* ss-local keeps TCP for SOCKS5 even in udp_only: UDP ASSOCIATE needs it. */
-	bool tcp = cfg->mode != SS_MODE_UDP_ONLY || cfg->prog == SS_PROG_LOCAL;
-	if (udp && (rc = ss_udp_init(&inst->udp, inst, err, errlen)) < 0)
+	if (udp && budget.udp < (size_t)cfg->udp_max_assoc)
+		ss_info("at most %zu UDP associations and %zu connections at once under the "
+			"open-file limit of %lu (-n/nofile raises it)",
+			budget.udp, budget.conns, budget.limit);
+	if (udp && (rc = ss_udp_init(&inst->udp, inst, budget.udp, err, errlen)) < 0)
 		goto fail;
 	if (cfg->prog == SS_PROG_SERVER) {
 		for (size_t i = 0; i < cfg->n_servers; i++) {
@@ -381,6 +473,8 @@ void ss_instance_stop(ss_instance_t *inst)
 	for (size_t i = 0; i < inst->n_listeners; i++)
 		ev_io_stop(inst->loop, &inst->listeners[i].io);
 	ev_timer_stop(inst->loop, &inst->retry);
+	ev_timer_stop(inst->loop, &inst->slots_short.quiet);
+	ev_timer_stop(inst->loop, &inst->fds_short.quiet);
 	inst->stopping = true;
 	for (size_t i = 0; i < inst->conns.fresh; i++) {
 		ss_conn_t *c = ss_pool_at(&inst->conns, i);

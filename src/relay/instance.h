@@ -14,6 +14,15 @@
 #include "shadowsocks.h"
 #include "util/pool.h"
 
+/* A stretch of time when accepting was held back for want of something. */
+typedef struct ss_shortage {
+	const char *what; /* for the line that says it is over */
+	ev_tstamp since;  /* when it began */
+	ev_tstamp last;   /* when accept last found nothing waiting */
+	uint64_t times;   /* accepts held back; 0: none now */
+	ev_timer quiet;   /* running: over unless it hits again first */
+} ss_shortage_t;
+
 typedef struct ss_listener {
 	ev_io io;
 	struct ss_instance *inst;
@@ -44,6 +53,7 @@ struct ss_instance {
 	ss_listener_t listeners[SS_MAX_SERVERS];
 	size_t n_listeners;
 	bool paused;    /* listeners stopped: no free slot or no descriptor */
+	ss_shortage_t slots_short, fds_short;
 	ev_timer retry; /* resumes accepting after a descriptor shortage no slot holds */
 	/* Frees closed connections once the callbacks of this loop iteration
 	 * have run, before the loop sleeps: a check watcher would wait for the

@@ -715,10 +715,11 @@ static void udp_outbound_cb(struct ev_loop *loop, ev_io *w, int revents)
 		;
 }
 
-int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, char *err, size_t errlen)
+int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, char *err,
+		size_t errlen)
 {
 	const ss_config_t *cfg = inst->cfg;
-	size_t max = (size_t)cfg->udp_max_assoc;
+	size_t max = max_assoc;
 	int rc;
 
 	memset(u, 0, sizeof(*u));

@@ -105,8 +105,10 @@ typedef struct ss_udp_relay {
 	bool ready;
 } ss_udp_relay_t;
 
-/* Reserves the table and buffers. 0 or -errno with err set. */
-int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, char *err, size_t errlen);
+/* Reserves the table (max_assoc associations at once, each holding one
+ * descriptor) and buffers. 0 or -errno with err set. */
+int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, char *err,
+		size_t errlen);
 /* Opens a listening UDP socket on addr. 0 or -errno with err set. */
 int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len, char *err,
 		  size_t errlen);
