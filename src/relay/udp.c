@@ -227,23 +227,58 @@ ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, 
 	u->stats.assoc_created++;
 	ss_debug("udp %s: new association", udp_peer(client, peer, sizeof(peer)));
 
-	/* ss-local: tie it to the SOCKS5 connection that asked for it. */
+	if (!ev_is_active(&u->expiry))
+		udp_arm_expiry(u);
+	return a;
+}
+
+/* ss-local: the link in u->controls of the SOCKS5 connection whose UDP
+ * ASSOCIATE a datagram from client belongs to: its client's address, and
+ * the port the request named (any port when it named 0). NULL if none. */
+static ss_conn_t **udp_control_for(ss_udp_relay_t *u, const struct sockaddr *client)
+{
 	for (ss_conn_t **pp = &u->controls; *pp; pp = &(*pp)->udp_next) {
 		ss_conn_t *c = *pp;
 		struct sockaddr_storage want = c->peer;
 		ss_sockaddr_set_port((struct sockaddr *)&want,
 				     c->target.port ? c->target.port : ss_sockaddr_port(client));
 		if (want.ss_family == client->sa_family &&
-		    ss_udp_addr_equal((struct sockaddr *)&want, client)) {
-			*pp = c->udp_next;
-			c->udp_next = NULL;
-			c->udp_assoc = a;
-			a->control = c;
-			break;
-		}
+		    ss_udp_addr_equal((struct sockaddr *)&want, client))
+			return pp;
 	}
-	if (!ev_is_active(&u->expiry))
-		udp_arm_expiry(u);
+	return NULL;
+}
+
+/* ss-local: the association of a datagram from client, which only a
+ * client holding a UDP ASSOCIATE may have: its own, or a new one tied to
+ * its SOCKS5 connection (the association ends with it). NULL, with why,
+ * when there is none. */
+static ss_udp_assoc_t *udp_socks5_assoc(ss_udp_relay_t *u, const struct sockaddr *client,
+					socklen_t clen, uint8_t listener, const char **why)
+{
+	ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(&u->table, client, clen);
+	ss_conn_t **pp;
+
+	if (a) {
+		ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
+		return a;
+	}
+	*why = "no UDP ASSOCIATE from this address";
+	pp = udp_control_for(u, client);
+	if (!pp)
+		return NULL;
+	*why = "no association";
+	a = ss_udp_assoc_get(u, client, clen, client, clen, listener);
+	if (!a)
+		return NULL;
+	/* Making it may have evicted another association, whose connection
+	 * then went back to the list: find the link again. */
+	pp = udp_control_for(u, client);
+	ss_conn_t *c = *pp;
+	*pp = c->udp_next;
+	c->udp_next = NULL;
+	c->udp_assoc = a;
+	a->control = c;
 	return a;
 }
 
@@ -410,10 +445,13 @@ static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 		ss_udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
 		return true;
 	}
-	ss_udp_assoc_t *a = ss_udp_assoc_get(u, (struct sockaddr *)&from, fromlen,
-					     (struct sockaddr *)&from, fromlen, l->index);
+	const char *why = "no association";
+	ss_udp_assoc_t *a =
+	    u->socks5 ? udp_socks5_assoc(u, (struct sockaddr *)&from, fromlen, l->index, &why)
+		      : ss_udp_assoc_get(u, (struct sockaddr *)&from, fromlen,
+					 (struct sockaddr *)&from, fromlen, l->index);
 	if (!a) {
-		ss_udp_drop(u, (struct sockaddr *)&from, "no association");
+		ss_udp_drop(u, (struct sockaddr *)&from, why);
 		return true;
 	}
 	if (a->control)

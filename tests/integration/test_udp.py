@@ -230,6 +230,36 @@ def test_socks5_control_close_ends_association(ss, uecho):
     b.close()
 
 
+def test_socks5_only_for_associated_clients(ss, uecho):
+    """ss-local relays datagrams only for a client that holds a UDP
+    ASSOCIATE: from the control connection's address and the port its
+    request named; no one else, and not after the control connection
+    ends, gets a datagram through (the relay would otherwise be open to
+    anyone who can reach its port)."""
+    server = server_u(ss)
+    local = ss.local(server, extra=["-u", "-v"])
+    # Nobody has asked: nothing goes through.
+    with ssudp.udp_socket() as stray:
+        stray.sendto(ssudp.socks5_udp_header(*uecho.addr) + b"stray", local.addr)
+        ssudp.recv_nothing(stray, 0.5)
+    assert uecho.count() == 0, "a datagram with no UDP ASSOCIATE reached the target"
+    with ssudp.Association(local.addr) as a:
+        assert a.exchange(uecho.addr, b"mine")[3] == b"mine"
+        # Another port of the same host, while the association stands.
+        with ssudp.udp_socket() as other:
+            other.sendto(ssudp.socks5_udp_header(*uecho.addr) + b"other", a.relay[:2])
+            ssudp.recv_nothing(other, 0.5)
+        assert uecho.count() == 1, "a datagram from a port the ASSOCIATE did not name went on"
+        udp = a.udp
+        a.ctrl.close()
+        time.sleep(0.3)
+        # The association ended with its control connection.
+        udp.sendto(ssudp.socks5_udp_header(*uecho.addr) + b"late", a.relay[:2])
+        ssudp.recv_nothing(udp, 0.5)
+    assert uecho.count() == 1, "a datagram went through after its ASSOCIATE ended"
+    assert "no UDP ASSOCIATE from this address" in local.program.stderr()
+
+
 def test_socks5_control_kept_by_datagrams(ss, uecho):
     """Datagrams keep the control connection from its idle timeout (-t);
     when both go quiet, ss-local closes the control connection and the
