@@ -675,6 +675,10 @@ out:
 	*nspans = n;
 	return SS_OK;
 fail:
+	/* What authenticated before the failing unit is delivered; the stream
+	 * is dead (s->err is set) and the next call says so. */
+	if (n || (hdr && hdr->done))
+		goto out;
 	if (hdr)
 		memset(hdr, 0, sizeof(*hdr));
 	*consumed = pos;

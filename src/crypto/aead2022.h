@@ -227,7 +227,12 @@ typedef struct ss_2022_header {
  * now, then request salts against the pool (recorded once new), response
  * salts against the request salt, then the variable header's rules.
  * Returns SS_OK (possibly with nothing consumed when more bytes are needed),
- * or SS_ERR with the reason in s->err; after SS_ERR the stream is dead. */
+ * or SS_ERR with the reason in s->err; after SS_ERR the stream is dead.
+ * A unit that fails after others authenticated in the same call ends the
+ * stream the same way, but that call still returns SS_OK with those units
+ * (the header, spans, *consumed up to the failing unit) and the next call
+ * returns SS_ERR: what is delivered is every unit before the first bad one,
+ * however the bytes were split into reads. */
 int ss_2022_dec(ss_2022_stream_t *s, uint8_t *buf, size_t len, uint64_t now, size_t *consumed,
 		ss_span_t *spans, size_t max_spans, size_t *nspans, ss_2022_header_t *hdr);
 

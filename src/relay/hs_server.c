@@ -102,11 +102,11 @@ static void server_inbound_aead(ss_conn_t *c)
 				return;
 			}
 		}
-		if (r != SS_OK) {
-			ss_conn_drain(c,
-				      "decryption failed (wrong key or not a Shadowsocks client)");
-			return;
-		}
+		/* A failure ends the stream, but what authenticated before it
+		 * (in an earlier read or call) stands, as it would have with
+		 * the bytes split otherwise: the pump meets the failure next. */
+		if (r != SS_OK)
+			break;
 		dir->rpos += consumed;
 		for (size_t i = 0; i < ns; i++) {
 			memmove(buf + dir->keep, spans[i].ptr, spans[i].len);
@@ -114,13 +114,17 @@ static void server_inbound_aead(ss_conn_t *c)
 		}
 	} while (ns == SS_ARRAY_LEN(spans));
 
-	r = ss_addr_parse(buf, dir->keep, &c->target, &used);
-	if (r == SS_ERR) {
+	int h = ss_addr_parse(buf, dir->keep, &c->target, &used);
+	if (h == SS_ERR) {
 		ss_conn_drain(c, "invalid address header");
 		return;
 	}
-	if (r == SS_AGAIN) {
-		server_wait_more(dir);
+	if (h == SS_AGAIN) {
+		if (r != SS_OK)
+			ss_conn_drain(c,
+				      "decryption failed (wrong key or not a Shadowsocks client)");
+		else
+			server_wait_more(dir);
 		return;
 	}
 	server_log_connect(c, NULL);
