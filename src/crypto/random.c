@@ -2,6 +2,7 @@
 #include "crypto/primitives.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sodium.h>
 #include <stdbool.h>
 #include <string.h>
@@ -32,10 +33,13 @@ static pthread_key_t random_key;
 static pthread_once_t random_key_once = PTHREAD_ONCE_INIT;
 static bool random_key_ok;
 
+static atomic_size_t random_pages; /* pages mapped and not yet released */
+
 static void random_pool_release(void *p)
 {
 	sodium_memzero(p, RANDOM_POOL_PAGE);
 	munmap(p, RANDOM_POOL_PAGE);
+	atomic_fetch_sub(&random_pages, 1);
 }
 
 static void random_key_init(void)
@@ -43,6 +47,15 @@ static void random_key_init(void)
 	random_key_ok = pthread_key_create(&random_key, random_pool_release) == 0;
 }
 #endif
+
+size_t ss_random_pages(void)
+{
+#ifdef MADV_WIPEONFORK
+	return atomic_load(&random_pages);
+#else
+	return 0;
+#endif
+}
 
 static random_pool_t *random_pool_get(void)
 {
@@ -59,10 +72,12 @@ static random_pool_t *random_pool_get(void)
 			return NULL;
 		/* Without the destructor a thread's page would outlive it. */
 		if (random_key_ok && madvise(p, RANDOM_POOL_PAGE, MADV_WIPEONFORK) == 0 &&
-		    pthread_setspecific(random_key, p) == 0)
+		    pthread_setspecific(random_key, p) == 0) {
 			pool = p;
-		else
+			atomic_fetch_add(&random_pages, 1);
+		} else {
 			munmap(p, RANDOM_POOL_PAGE);
+		}
 	}
 	return pool;
 #else
