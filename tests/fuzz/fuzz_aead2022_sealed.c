@@ -23,9 +23,6 @@
 #include "fuzz_2022.h"
 
 enum {
-	OK_AS_SEALED = FZ_AS_SEALED,
-	FLIP = FZ_FLIP,
-	CUT = FZ_CUT,
 	TYPE = FZ_OWN,
 	TIME,
 	SALT,  /* response: another request salt */
@@ -311,10 +308,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	now += SS_2022_SALT_TTL + 1;
 	g.response = (sel & 0x7f) / (FZ_N_2022 * FZ_N_BACKENDS) % 2;
 	g.users = !g.response && ss_method_has_identity(m) && (sel & 0x80);
-	g.what = w % 16 < 4 ? OK_AS_SEALED : w % 16 - 3;
+	g.what = w % 16 < 4 ? FZ_AS_SEALED : w % 16 - 3;
 	if (g.what >= N_WHAT || (g.what == SALT && !g.response) || (g.what == USER && !g.users) ||
 	    (g.what >= SHORT && g.what <= REPLAY && g.response))
-		g.what = OK_AS_SEALED;
+		g.what = FZ_AS_SEALED;
 	choose(&f, &g);
 	fz_split_read(&f, &split);
 	fz_split_whole(&whole, split.max_spans);
@@ -326,7 +323,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_fill(&f, g.plain, g.plain_len);
 	len = build(&f, &g, wire);
 	FZ_CHECK(len <= cap);
-	if (g.what == OK_AS_SEALED)
+	if (g.what == FZ_AS_SEALED)
 		same_as_encoder(&g, wire, len);
 	len = fz_spoil(&f, g.what, wire, len);
 
@@ -359,14 +356,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_CHECK(r.hdr.user == (g.users ? &fz_users[g.mi][g.bi].v[g.user] : NULL));
 	}
 	switch (g.what) {
-	case OK_AS_SEALED:
+	case FZ_AS_SEALED:
 		FZ_CHECK(d.rc == SS_OK && r.headers == 1);
 		FZ_CHECK(d.out_len == g.plain_len && d.leftover == 0);
 		break;
-	case CUT:
+	case FZ_CUT:
 		FZ_CHECK(d.rc == SS_OK);
 		break;
-	case FLIP:
+	case FZ_FLIP:
 		FZ_CHECK(d.rc == SS_ERR);
 		FZ_CHECK(r.err == SS_2022_E_AUTH || (g.users && r.err == SS_2022_E_USER));
 		break;

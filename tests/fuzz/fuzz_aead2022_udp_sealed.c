@@ -20,9 +20,6 @@
 #include "fuzz_2022.h"
 
 enum {
-	OK_AS_SEALED = FZ_AS_SEALED,
-	FLIP = FZ_FLIP,
-	CUT = FZ_CUT,
 	TYPE = FZ_OWN,
 	TIME,
 	SHORT,
@@ -224,9 +221,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	g.to_server = (sel & 0x7f) / (FZ_N_2022 * FZ_N_BACKENDS) % 2;
 	g.multi = ss_method_has_identity(m) && (sel & 0x80);
-	g.what = w % 16 < 4 ? OK_AS_SEALED : w % 16 - 3;
+	g.what = w % 16 < 4 ? FZ_AS_SEALED : w % 16 - 3;
 	if (g.what >= N_WHAT || (g.what == USER && !(g.multi && g.to_server)))
-		g.what = OK_AS_SEALED;
+		g.what = FZ_AS_SEALED;
 	g.user = fz_range(&f, 0, FZ_N_USERS - 1);
 	fz_key(0, g.ikey);
 	fz_key(g.multi ? 1 + (unsigned)g.user : 0, g.key);
@@ -249,7 +246,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	wire = malloc(40 + 8 + 8 + 1 + 8 + 8 + 2 + SS_2022_MAX_PADDING + SS_ADDR_MAX_ENCODED + g.n +
 		      SS_AEAD_TAG_LEN);
 	len = build(&f, &g, wire);
-	if (g.what == OK_AS_SEALED)
+	if (g.what == FZ_AS_SEALED)
 		same_as_encoder(&g, wire, len);
 	len = fz_spoil(&f, g.what, wire, len);
 
@@ -268,7 +265,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = ss_2022_udp_open(u, &sessions[g.mi][g.bi], wire, len, FZ_NOW, &p);
 	FZ_CHECK((rc == SS_OK) == (p.err == SS_2022_E_NONE));
 	switch (g.what) {
-	case OK_AS_SEALED:
+	case FZ_AS_SEALED:
 		FZ_CHECK(rc == SS_OK && p.session_id == g.sid && p.packet_id == g.pid);
 		FZ_CHECK(p.timestamp == g.ts && fz_addr_eq(&p.addr, &g.addr));
 		FZ_CHECK(p.addr_len == g.addr_len &&
@@ -279,11 +276,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_CHECK(p.user ==
 			 (g.multi && g.to_server ? &fz_users[g.mi][g.bi].v[g.user] : NULL));
 		break;
-	case FLIP:
+	case FZ_FLIP:
 		FZ_CHECK(rc == SS_ERR);
 		FZ_CHECK(p.err == SS_2022_E_AUTH || (g.multi && p.err == SS_2022_E_USER));
 		break;
-	case CUT:
+	case FZ_CUT:
 		FZ_CHECK(rc == SS_ERR);
 		FZ_CHECK(p.err == SS_2022_E_AUTH || p.err == SS_2022_E_LENGTH);
 		break;

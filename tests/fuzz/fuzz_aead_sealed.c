@@ -20,7 +20,7 @@
 #include "crypto/aead.h"
 #include "fuzz_util.h"
 
-enum { OK_AS_SEALED = FZ_AS_SEALED, FLIP = FZ_FLIP, CUT = FZ_CUT, BAD_LENGTH = FZ_OWN };
+enum { BAD_LENGTH = FZ_OWN };
 
 static ss_aead_stream_t enc[FZ_N_AEAD][FZ_N_BACKENDS], dec[FZ_N_AEAD][FZ_N_BACKENDS];
 static ss_aead_t packets[FZ_N_AEAD][FZ_N_BACKENDS];
@@ -121,7 +121,7 @@ static void tcp(fz_t *f, unsigned mi, unsigned bi, int what)
 	FZ_CHECK(r.rc == r2.rc);
 	if (r.rc == SS_OK)
 		FZ_CHECK(r.out_len == r2.out_len && r.leftover == r2.leftover);
-	if (what == OK_AS_SEALED) {
+	if (what == FZ_AS_SEALED) {
 		FZ_CHECK(r.rc == SS_OK && r.out_len == plain_len && r.leftover == 0);
 		if (addr_len <= plain_len) {
 			ss_addr_t got;
@@ -130,7 +130,7 @@ static void tcp(fz_t *f, unsigned mi, unsigned bi, int what)
 			FZ_CHECK(ss_addr_parse(out, r.out_len, &got, &used) == SS_OK);
 			FZ_CHECK(used == addr_len && fz_addr_eq(&a, &got));
 		}
-	} else if (what == CUT) {
+	} else if (what == FZ_CUT) {
 		FZ_CHECK(r.rc == SS_OK);
 	} else {
 		FZ_CHECK(r.rc == SS_ERR && d->dead);
@@ -164,11 +164,11 @@ static void udp(fz_t *f, unsigned mi, unsigned bi, int what)
 	n = ss_aead_seal_packet(m, be, &packets[mi][bi], key, plain, plain_len, wire, wire_len);
 	FZ_CHECK(n == (long)wire_len);
 	if (what == BAD_LENGTH)
-		what = FLIP;
+		what = FZ_FLIP;
 	wire_len = fz_spoil(f, what, wire, wire_len);
 
 	n = ss_aead_open_packet(m, be, &packets[mi][bi], key, wire, wire_len, &opened);
-	if (what == OK_AS_SEALED) {
+	if (what == FZ_AS_SEALED) {
 		size_t used;
 
 		FZ_CHECK(n == (long)plain_len && opened == wire + m->salt_len);
@@ -191,7 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t sel = fz_u8(&f), w = fz_u8(&f);
 	unsigned mi = sel % FZ_N_AEAD, bi = sel / FZ_N_AEAD % FZ_N_BACKENDS;
 	/* Mostly as sealed: that is where the decoders have the most to do. */
-	int what = w % 8 < 5 ? OK_AS_SEALED : w % 8 - 4;
+	int what = w % 8 < 5 ? FZ_AS_SEALED : w % 8 - 4;
 
 	if (sel / (FZ_N_AEAD * FZ_N_BACKENDS) % 2)
 		udp(&f, mi, bi, what);
