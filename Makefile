@@ -2,8 +2,15 @@
 JOBS ?= 2
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+# make fuzz: each target runs FUZZ_TIME seconds or FUZZ_RUNS inputs, whichever
+# ends first; findings go under FUZZ_DIR.
+FUZZ_TIME ?= 3600
+FUZZ_RUNS ?= 10000000
+FUZZ_DIR ?= $(FUZZ_BUILD)/campaign
 
-.PHONY: all deps build build-asan run test test-release test-asan bench clean
+.PHONY: all deps build build-asan build-fuzz run test test-release test-asan test-fuzz fuzz \
+	bench clean
 
 all: build
 
@@ -18,6 +25,12 @@ build-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSS_SANITIZE=ON
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
+# libFuzzer targets (tests/fuzz) with ASan and UBSan; clang only.
+build-fuzz: deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSS_FUZZ=ON \
+		-DSS_TESTS=OFF
+	cmake --build $(FUZZ_BUILD) -j$(JOBS)
+
 run: build
 	scripts/run-demo.sh $(BUILD)
 
@@ -28,10 +41,17 @@ test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure
 
-test: test-release test-asan
+# Each fuzz target for a short fixed time over a copy of its seeds.
+test-fuzz: build-fuzz
+	cd $(FUZZ_BUILD) && ctest -j$(JOBS) --output-on-failure
+
+test: test-release test-asan test-fuzz
+
+fuzz: build-fuzz
+	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_DIR) $(FUZZ_TIME) $(FUZZ_RUNS)
 
 bench: build
 	/usr/bin/python3 tests/bench/bench.py --ours $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -4,15 +4,31 @@
 set -e
 PKGS="make cmake gcc pkg-config libev-dev libc-ares-dev libsodium-dev libmbedtls-dev
 libpcre2-dev libssl-dev libcjson-dev libcmocka-dev python3 python3-pytest shadowsocks-libev
-curl v2ray b3sum python3-cryptography"
-missing=""
-for p in $PKGS; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-		missing="$missing $p"
-done
-[ -z "$missing" ] && exit 0
+curl v2ray b3sum python3-cryptography clang"
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
-echo "installing:$missing"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+updated=""
+
+installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
+install() {
+	echo "installing:$*"
+	if [ -z "$updated" ]; then
+		$SUDO apt-get update -qq
+		updated=1
+	fi
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@"
+}
+
+missing=""
+for p in $PKGS; do
+	installed "$p" || missing="$missing $p"
+done
+[ -z "$missing" ] || install $missing
+
+# The fuzz build (clang -fsanitize=fuzzer) needs clang's compiler-rt, which
+# clang only recommends: the one of the clang installed.
+rt="libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
+installed "$rt" || install "$rt"

@@ -32,6 +32,15 @@ int ss_cfg_err(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
+void ss_cfg_one_line(char *err, size_t errlen)
+{
+	/* Messages quote the values they reject, which may hold any byte
+	 * (an argument or a JSON string with a newline in it). */
+	for (size_t i = 0; err != NULL && i < errlen && err[i] != '\0'; i++)
+		if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f)
+			err[i] = '?';
+}
+
 static bool all_digits(const char *s)
 {
 	if (*s == '\0')
@@ -456,6 +465,7 @@ ss_config_status_t ss_config_parse(ss_config_t *cfg, ss_prog_t prog, int argc, c
 		goto fail;
 	return SS_CONFIG_RUN;
 fail:
+	ss_cfg_one_line(err, errlen);
 	ss_config_clear(cfg);
 	return SS_CONFIG_ERROR;
 }

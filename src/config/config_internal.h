@@ -53,6 +53,9 @@ static inline uint32_t ss_cfg_bit(ss_cfg_field_t f)
 /* Writes one line to err; returns -EINVAL so callers can `return ss_cfg_err(...)`. */
 int ss_cfg_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Makes the message in err one line, whatever the values it quotes hold:
+ * control bytes become '?'. The public entry points call it on failure. */
+void ss_cfg_one_line(char *err, size_t errlen);
 
 /* Decimal port 1-65535, digits only. 0 or -EINVAL. */
 int ss_cfg_port(const char *text, uint16_t *port);

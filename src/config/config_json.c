@@ -595,6 +595,8 @@ int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t e
 			goto out;
 	}
 out:
+	if (rc != 0)
+		ss_cfg_one_line(err, errlen);
 	wipe_secrets(root, 0);
 	cJSON_Delete(root);
 	return rc;

@@ -68,6 +68,10 @@ int ss_hosts_parse(ss_hosts_t *h, const char *text, size_t len, size_t max)
 		size_t alen;
 
 		p = eol ? eol + 1 : end;
+		/* A NUL would cut an address or a name short (to nothing, even)
+		 * where it is read as a C string: such a line is not read. */
+		if (memchr(q, '\0', (size_t)(stop - q)) != NULL)
+			continue;
 		while (q < stop && isspace((unsigned char)*q))
 			q++;
 		const char *a = q;

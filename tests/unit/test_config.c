@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -517,6 +518,9 @@ static void test_cli_errors(void **state)
 	expect_error("option --acl needs a value", SS_PROG_LOCAL, "--acl", NULL);
 	expect_error("option --fast-open takes no value", SS_PROG_LOCAL, "--fast-open=yes", NULL);
 	expect_error("unexpected argument 'stray'", SS_PROG_LOCAL, "-s", "h", "stray", NULL);
+	/* A message quoting a value stays one line whatever the value holds. */
+	expect_error("unexpected argument 'a?b?'", SS_PROG_LOCAL, "-s", "h", "a\nb\r", NULL);
+	expect_error("invalid port '1?2' for -p", SS_PROG_LOCAL, "-p", "1\n2", NULL);
 	expect_error("one-time auth was removed", SS_PROG_LOCAL, "-A", NULL);
 	expect_error("-T (TPROXY) is an ss-redir flag", SS_PROG_LOCAL, "-T", NULL);
 	expect_error("--manager-address is an ss-manager flag", SS_PROG_SERVER, "--manager-address",
@@ -779,6 +783,13 @@ static void test_json_errors(void **state)
 			  "invalid JSON near line 3");
 	expect_json_error(SS_PROG_LOCAL, "{\"server\": \"a\"} trailing",
 			  "invalid JSON near line 1");
+	/* Control characters in a quoted value do not break the line. */
+	expect_json_error(SS_PROG_LOCAL, "{\"method\": \"rot\\n13\"}", "unknown method 'rot?13'");
+	ss_config_init(&cfg, SS_PROG_LOCAL);
+	assert_int_equal(
+	    ss_config_parse_json(&cfg, "{\"timeout\": \"a\\u0007b\"}", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not \"a?b\""));
+	ss_config_clear(&cfg);
 	expect_json_error(SS_PROG_LOCAL, "", "invalid JSON");
 	expect_json_error(SS_PROG_LOCAL, "[1, 2]", "the top level must be a JSON object");
 	expect_json_error(SS_PROG_LOCAL, "{\"timeout\": \"abc\"}",

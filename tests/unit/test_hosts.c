@@ -78,6 +78,23 @@ static void test_limits(void **state)
 	assert_null(ss_hosts_find(&h, "other", false));
 	ss_hosts_free(&h);
 
+	/* A line with a NUL byte before its comment is skipped whole: it
+	 * would otherwise give a name cut short ("a", or even "") or an
+	 * address read only up to it. */
+	static const char nul[] = "10.0.0.1 a\0b\n"
+				  "10.0.0.2 \0\n"
+				  "10.0.0.3\0junk c\n"
+				  "10.0.0.4 d # \0\n"
+				  "10.0.0.5 e\n";
+	assert_int_equal(ss_hosts_parse(&h, nul, sizeof(nul) - 1, 10), 0);
+	assert_int_equal(h.n, 2);
+	assert_non_null(ss_hosts_find(&h, "d", false));
+	assert_non_null(ss_hosts_find(&h, "e", false));
+	assert_null(ss_hosts_find(&h, "a", false));
+	assert_null(ss_hosts_find(&h, "", false));
+	assert_null(ss_hosts_find(&h, "c", false));
+	ss_hosts_free(&h);
+
 	assert_int_equal(ss_hosts_load(&h, "/nonexistent/hosts", 10), 0);
 	assert_int_equal(h.n, 0);
 	ss_hosts_free(&h);

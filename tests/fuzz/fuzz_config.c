@@ -1,0 +1,38 @@
+/* libFuzzer target: the JSON configuration (ss_config_parse_json), raw.
+ * The first byte picks the program (ss-local, ss-server, ss-tunnel, by its
+ * value modulo 3); the rest is the file's text. Whatever it holds, the
+ * parser returns 0 or -EINVAL with a one-line message, and the
+ * configuration is cleared without leaks. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "fuzz_util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static ss_config_t cfg;
+	char err[512] = "";
+	char *text;
+	int rc;
+
+	if (size == 0)
+		return 0;
+	/* The file is read whole and NUL-terminated, as load_file does. */
+	text = malloc(size);
+	memcpy(text, data + 1, size - 1);
+	text[size - 1] = '\0';
+	ss_config_init(&cfg, (ss_prog_t)(data[0] % 3));
+	rc = ss_config_parse_json(&cfg, text, err, sizeof(err));
+	FZ_CHECK(rc == 0 || rc == -EINVAL);
+	FZ_CHECK(memchr(err, '\0', sizeof(err)) != NULL && strchr(err, '\n') == NULL);
+	if (rc != 0)
+		FZ_CHECK(err[0] != '\0');
+	FZ_CHECK(cfg.n_servers <= SS_MAX_SERVERS);
+	ss_config_clear(&cfg);
+	FZ_CHECK(cfg.users == NULL &&
+		 fz_all_zero((const uint8_t *)cfg.password, sizeof(cfg.password)));
+	free(text);
+	return 0;
+}

@@ -1,0 +1,381 @@
+/* Writes the seed corpora of the fuzz targets: mkseeds DIR writes
+ * DIR/fuzz_<target>/<seed> for every target, small valid messages (and a
+ * few near misses) in each target's input layout. The raw crypto targets'
+ * seeds are sealed with the targets' fixed keys (fz_key) by our encoders,
+ * so they authenticate. tests/fuzz/corpus is its output: run it again when
+ * a target's input layout changes. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fuzz_2022.h"
+
+static const char *root;
+
+static void put(const char *target, const char *name, const void *p, size_t n)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, target);
+	if (mkdir(path, 0755) != 0 && errno != EEXIST)
+		abort();
+	snprintf(path, sizeof(path), "%s/%s/%s", root, target, name);
+	f = fopen(path, "wb");
+	FZ_CHECK(f != NULL && fwrite(p, 1, n, f) == n && fclose(f) == 0);
+}
+
+static void put_text(const char *target, const char *name, const char *text)
+{
+	put(target, name, text, strlen(text));
+}
+
+/* Bytes joined: a selector or two, then a message. */
+typedef struct seed {
+	uint8_t b[8192];
+	size_t n;
+} seed_t;
+
+static void add(seed_t *s, const void *p, size_t n)
+{
+	FZ_CHECK(s->n + n <= sizeof(s->b));
+	memcpy(s->b + s->n, p, n);
+	s->n += n;
+}
+
+static void add_bytes(seed_t *s, int n, ...)
+{
+	va_list ap;
+
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		s->b[s->n++] = (uint8_t)va_arg(ap, int);
+	va_end(ap);
+}
+
+static const uint8_t v4[] = {SS_ATYP_IPV4, 192, 0, 2, 1, 0x01, 0xbb};
+static const uint8_t v6[] = {
+    SS_ATYP_IPV6, 0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 53};
+static const uint8_t domain[] = {
+    SS_ATYP_DOMAIN, 11, 'e', 'x', 'a', 'm', 'p', 'l', 'e', '.', 'c', 'o', 'm', 0, 80};
+static const char request_text[] = "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
+
+static void parsers(void)
+{
+	seed_t s;
+
+	put("fuzz_addr", "v4", v4, sizeof(v4));
+	put("fuzz_addr", "v6", v6, sizeof(v6));
+	put("fuzz_addr", "domain", domain, sizeof(domain));
+	put("fuzz_addr", "domain_cut", domain, 9);
+	put("fuzz_addr", "host_v6", "[2001:db8::1]", 13);
+	put("fuzz_addr", "host_v4", "192.0.2.1", 9);
+
+	s = (seed_t){0};
+	add_bytes(&s, 5, 0, 5, 2, 0, 2);
+	put("fuzz_socks5", "greeting", s.b, s.n);
+	s = (seed_t){0};
+	add_bytes(&s, 4, 1, 5, 1, 0);
+	add(&s, v4 + 1 - 1, sizeof(v4));
+	put("fuzz_socks5", "connect_v4", s.b, s.n);
+	s = (seed_t){0};
+	add_bytes(&s, 4, 1, 5, 1, 0);
+	add(&s, domain, sizeof(domain));
+	put("fuzz_socks5", "connect_domain", s.b, s.n);
+	s = (seed_t){0};
+	add_bytes(&s, 4, 1, 5, 3, 0);
+	add(&s, v6, sizeof(v6));
+	put("fuzz_socks5", "udp_associate_v6", s.b, s.n);
+	s = (seed_t){0};
+	add_bytes(&s, 4, 2, 0, 0, 0);
+	add(&s, domain, sizeof(domain));
+	add(&s, "payload", 7);
+	put("fuzz_socks5", "udp_domain", s.b, s.n);
+
+	put_text("fuzz_acl", "bypass",
+		 "[proxy_all]\n\n[bypass_list]\n10.0.0.0/8\n"
+		 "192.168.0.0/16\nfe80::/10\n^(.*\\.)?example\\.com$\n");
+	put_text("fuzz_acl", "proxy",
+		 "[bypass_all]\n[proxy_list]\n||example.org\n(^|\\.)test$\n2001:db8::/32\n"
+		 "@www.example.org");
+	put_text("fuzz_acl", "server",
+		 "[accept_all]\n[outbound_block_list]\n127.0.0.0/8\n::1\n"
+		 "[black_list]\n198.51.100.7\n");
+
+	put_text("fuzz_hosts", "hosts",
+		 "\x10# The hosts file\n127.0.0.1\tlocalhost\n::1 localhost ip6-localhost "
+		 "ip6-loopback\n192.0.2.10 Box.Example. box # a comment\n2001:db8::5 v6only\n");
+	put_text("fuzz_hosts", "odd", "\x02  10.0.0.1 a b c\r\nnot-an-address x\n\n10.0.0.2\n");
+	/* What found the parser taking a NUL-cut (empty) name. */
+	put("fuzz_hosts", "regress_nul_name", "#\n\x03::\n\n::\0\r\0#", 13);
+}
+
+static void config(void)
+{
+	static const char local[] =
+	    "{\n \"server\": [\"192.0.2.1\", \"[2001:db8::1]:8389\", \"h.example\"],\n"
+	    " \"server_port\": 8388, \"local_address\": \"127.0.0.1\", \"local_port\": 1080,\n"
+	    " \"password\": \"secret\", \"method\": \"aes-256-gcm\", \"timeout\": 300,\n"
+	    " \"mode\": \"tcp_and_udp\", \"fast_open\": true, \"reuse_port\": false,\n"
+	    " \"no_delay\": true, \"mptcp\": false, \"ipv6_first\": false, \"nameserver\": "
+	    "\"1.1.1.1,8.8.8.8\",\n \"mtu\": 1400, \"udp_timeout\": 60, "
+	    "\"udp_max_associations\": 512,\n \"verbose\": 1, \"use_syslog\": false, "
+	    "\"nofile\": 4096,\n \"plugin\": \"\", \"plugin_opts\": \"\", \"plugin_mode\": "
+	    "\"tcp_only\", \"acl\": \"local.acl\"\n}\n";
+	static const char server[] =
+	    "{\n \"server\": \"::\", \"server_port\": \"8388\", \"method\": "
+	    "\"2022-blake3-aes-128-gcm\",\n \"password\": \"AAECAwQFBgcICQoLDA0ODw==\",\n"
+	    " \"users\": [{\"name\": \"alice\", \"password\": \"EBESExQVFhcYGRobHB0eHw==\"},\n"
+	    "  {\"name\": \"bob\", \"password\": \"ICEiIyQlJicoKSorLC0uLw==\"}],\n"
+	    " \"local_ipv4_address\": \"0.0.0.0\", \"local_ipv6_address\": \"::\", \"user\": "
+	    "\"nobody\",\n \"interface\": \"lo\"\n}\n";
+	static const char tunnel[] =
+	    "{\"server\": \"192.0.2.1\", \"server_port\": 8388, \"local_port\": 5300,\n"
+	    " \"key\": \"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\", \"method\": "
+	    "\"chacha20-ietf-poly1305\",\n \"tunnel_address\": \"1.1.1.1:53\", \"mode\": "
+	    "\"udp_only\"}\n";
+	seed_t s;
+
+	s = (seed_t){{0}, 1};
+	add(&s, local, sizeof(local) - 1);
+	put("fuzz_config", "local", s.b, s.n);
+	s = (seed_t){{1}, 1};
+	add(&s, server, sizeof(server) - 1);
+	put("fuzz_config", "server", s.b, s.n);
+	s = (seed_t){{2}, 1};
+	add(&s, tunnel, sizeof(tunnel) - 1);
+	put("fuzz_config", "tunnel", s.b, s.n);
+
+	/* Arguments split by NUL; JSON after a double NUL. */
+	static const char cli_local[] =
+	    "\0-s\0192.0.2.1\0-p\08388\0-l\01080\0-k\0pw\0-m\0"
+	    "aes-128-gcm\0-u\0-v\0--fast-open\0--mtu\01400\0--acl\0x.acl";
+	static const char cli_server[] = "\1-c\0c.json\0-s\0[::1]:8388\0--no-delay\0-6\0\0";
+	static const char cli_tunnel[] = "\2-s\0h\0-p\01\0-l\02\0-L\0example.com:53\0-U\0"
+					 "--key\0AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\0"
+					 "-m\0chacha20-ietf-poly1305";
+	static const char cli_none[] = "\0\0\0{\"server\": \"h\", \"server_port\": 1, "
+				       "\"local_port\": 2, \"method\": \"none\"}";
+	put("fuzz_config_cli", "local", cli_local, sizeof(cli_local) - 1);
+	s = (seed_t){0};
+	add(&s, cli_server, sizeof(cli_server) - 1);
+	add(&s, server, sizeof(server) - 1);
+	put("fuzz_config_cli", "server_file", s.b, s.n);
+	put("fuzz_config_cli", "tunnel", cli_tunnel, sizeof(cli_tunnel) - 1);
+	put("fuzz_config_cli", "default_file", cli_none, sizeof(cli_none) - 1);
+	put("fuzz_config_cli", "help", "\0-h", 3);
+	/* What found a message quoting an argument across two lines. */
+	put("fuzz_config_cli", "regress_newline", "`\n", 2);
+}
+
+/* ---- SIP004 ---- */
+
+static void aead(void)
+{
+	for (unsigned i = 0; i < 5; i++) {
+		const ss_method_t *m = fz_method(fz_aead_names[i]);
+		const ss_crypto_backend_t *be = fz_backend(0);
+		uint8_t key[SS_MAX_KEY_LEN], salt[SS_MAX_SALT_LEN];
+		ss_aead_stream_t s;
+		seed_t t = {0};
+		char name[64];
+		size_t sizes[2] = {sizeof(domain) + sizeof(request_text) - 1, 5};
+
+		fz_key(0, key);
+		memset(salt, 0x11 * (int)(i + 1), sizeof(salt));
+		FZ_CHECK(ss_aead_stream_init(&s, m, be) == 0);
+
+		/* TCP: [selector][read size][max spans][salt][chunk][chunk] */
+		add_bytes(&t, 3, i, i == 0 ? 0 : 7, 8);
+		FZ_CHECK(ss_aead_enc_start_salt(&s, key, salt) == 0);
+		add(&t, salt, m->salt_len);
+		for (size_t c = 0; c < 2; c++) {
+			uint8_t *chunk = t.b + t.n;
+
+			t.n += SS_AEAD_CHUNK_HDR;
+			if (c == 0) {
+				add(&t, domain, sizeof(domain));
+				add(&t, request_text, sizeof(request_text) - 1);
+			} else {
+				add(&t, "hello", 5);
+			}
+			t.n += SS_AEAD_TAG_LEN;
+			FZ_CHECK(ss_aead_enc_chunk(&s, chunk, sizes[c]) == 0);
+		}
+		snprintf(name, sizeof(name), "tcp_%s", m->name);
+		put("fuzz_aead", name, t.b, t.n);
+
+		/* UDP: the same selector with the UDP bit, a packet under the
+		 * zero nonce (a fresh stream's). */
+		t = (seed_t){0};
+		add_bytes(&t, 3, i + 10, 0, 1);
+		FZ_CHECK(ss_aead_enc_start_salt(&s, key, salt) == 0);
+		add(&t, salt, m->salt_len);
+		add(&t, v4, sizeof(v4));
+		add(&t, "datagram", 8);
+		t.n += SS_AEAD_TAG_LEN;
+		FZ_CHECK(be->aead_seal(&s.aead, s.nonce, t.b + 3 + m->salt_len,
+				       t.b + 3 + m->salt_len, sizeof(v4) + 8) == 0);
+		snprintf(name, sizeof(name), "udp_%s", m->name);
+		put("fuzz_aead", name, t.b, t.n);
+		ss_aead_stream_free(&s);
+	}
+}
+
+/* ---- SIP022 ---- */
+
+static void aead2022_tcp(unsigned i, bool users)
+{
+	const ss_method_t *m = fz_method(fz_2022_names[i]);
+	const ss_crypto_backend_t *be = fz_backend(0);
+	ss_psk_list_t psks = {.n = users ? 2 : 1};
+	ss_2022_request_t req = {domain, sizeof(domain), 16, FZ_NOW};
+	uint8_t salt[SS_MAX_SALT_LEN], req_salt[SS_MAX_KEY_LEN];
+	uint8_t buf[8192], *payload = buf + SS_2022_REQ_HDR_MAX;
+	size_t n = sizeof(request_text) - 1, w;
+	ss_2022_stream_t s;
+	seed_t t = {0};
+	char name[80];
+	long h;
+
+	fz_key(0, psks.keys[0]);
+	fz_key(1, psks.keys[1]);
+	memset(salt, 0x21 * (int)(i + 1), sizeof(salt));
+	FZ_CHECK(ss_2022_stream_init(&s, m, be) == 0);
+
+	/* Request: [selector][read size][max spans][wire] */
+	add_bytes(&t, 3, i | (users ? 0x80 : 0), users ? 5 : 0, 3);
+	memcpy(payload, request_text, n);
+	h = ss_2022_enc_request_salt(&s, &psks, &req, payload, n, SS_2022_REQ_HDR_MAX, salt);
+	FZ_CHECK(h > 0);
+	w = (size_t)h + n + SS_AEAD_TAG_LEN;
+	memcpy(payload + n + SS_AEAD_TAG_LEN + SS_2022_CHUNK_HDR, "more", 4);
+	FZ_CHECK(ss_2022_enc_chunk(&s, payload + n + SS_AEAD_TAG_LEN, 4) == 0);
+	w += 4 + SS_2022_CHUNK_OVERHEAD;
+	add(&t, payload - h, w);
+	snprintf(name, sizeof(name), "request_%s%s", m->name, users ? "_users" : "");
+	put("fuzz_aead2022", name, t.b, t.n);
+	if (users)
+		goto out;
+
+	/* Response: the same selector with the response bit. */
+	t = (seed_t){0};
+	add_bytes(&t, 3, i + 6, 0, 8);
+	fz_key(9, req_salt);
+	FZ_CHECK(ss_2022_enc_start_response_salt(&s, psks.keys[0], req_salt, salt) == 0);
+	memcpy(buf + SS_2022_RESP_HDR_LEN(m), "HTTP/1.1 200 OK\r\n", 17);
+	FZ_CHECK(ss_2022_enc_response(&s, buf, 17, FZ_NOW) == 0);
+	w = SS_2022_RESP_HDR_LEN(m) + 17 + SS_AEAD_TAG_LEN;
+	memcpy(buf + w + SS_2022_CHUNK_HDR, "body", 4);
+	FZ_CHECK(ss_2022_enc_chunk(&s, buf + w, 4) == 0);
+	w += 4 + SS_2022_CHUNK_OVERHEAD;
+	add(&t, buf, w);
+	snprintf(name, sizeof(name), "response_%s", m->name);
+	put("fuzz_aead2022", name, t.b, t.n);
+out:
+	ss_2022_stream_free(&s);
+}
+
+/* A packet from u's session id sid, with user (servers), for selector sel. */
+static void aead2022_udp(ss_2022_udp_t *u, ss_2022_user_t *user, uint8_t sel, const char *name)
+{
+	ss_2022_udp_session_t s;
+	ss_2022_udp_msg_t msg = {v6, sizeof(v6), 3, FZ_NOW, 0x0102030405060708};
+	uint8_t buf[2048];
+	size_t off = 1024, start;
+	seed_t t = {0};
+	long n;
+
+	FZ_CHECK(ss_2022_udp_session_init(u, &s) == 0);
+	FZ_CHECK(ss_2022_udp_session_start(u, &s, 0x1112131415161718, user) == 0);
+	memcpy(buf + off, "query", 5);
+	n = ss_2022_udp_seal(u, &s, &msg, buf, off, 5, sizeof(buf), &start);
+	FZ_CHECK(n > 0);
+	add_bytes(&t, 1, sel);
+	add(&t, buf + start, (size_t)n);
+	put("fuzz_aead2022_udp", name, t.b, t.n);
+	ss_2022_udp_session_free(u, &s);
+}
+
+static void aead2022(void)
+{
+	for (unsigned i = 0; i < FZ_N_2022; i++) {
+		const ss_method_t *m = fz_method(fz_2022_names[i]);
+		const ss_crypto_backend_t *be = fz_backend(0);
+		bool aes = ss_method_has_identity(m);
+		ss_psk_list_t psks = {.n = 1};
+		ss_2022_udp_t u;
+		char name[80];
+
+		aead2022_tcp(i, false);
+		if (aes)
+			aead2022_tcp(i, true);
+
+		/* Client to server: a client whose keys the raw target's
+		 * server has; the server's selector has the side bit. */
+		fz_key(0, psks.keys[0]);
+		fz_key(1, psks.keys[1]);
+		FZ_CHECK(ss_2022_udp_init_client(&u, m, be, &psks) == 0);
+		snprintf(name, sizeof(name), "to_server_%s", m->name);
+		aead2022_udp(&u, NULL, (uint8_t)(i + 6), name);
+		ss_2022_udp_free(&u);
+		if (aes) {
+			psks.n = 2;
+			FZ_CHECK(ss_2022_udp_init_client(&u, m, be, &psks) == 0);
+			snprintf(name, sizeof(name), "to_server_%s_users", m->name);
+			aead2022_udp(&u, NULL, (uint8_t)(i + 6 + 0x80), name);
+			ss_2022_udp_free(&u);
+		}
+		/* Server to client: single-user, and to a user (fz_key(1)). */
+		FZ_CHECK(ss_2022_udp_init_server(&u, m, be, psks.keys[0],
+						 aes ? &fz_users[i][0] : NULL) == 0);
+		snprintf(name, sizeof(name), "to_client_%s", m->name);
+		aead2022_udp(&u, NULL, (uint8_t)i, name);
+		if (aes) {
+			snprintf(name, sizeof(name), "to_client_%s_user", m->name);
+			aead2022_udp(&u, &fz_users[i][0].v[0], (uint8_t)(i + 0x80), name);
+		}
+		ss_2022_udp_free(&u);
+	}
+}
+
+/* ---- structure-aware and differential targets: choices only ---- */
+
+static void choices(const char *target, unsigned n_sel, unsigned stride)
+{
+	for (unsigned sel = 0; sel < n_sel; sel += stride) {
+		seed_t t = {0};
+		char name[32];
+
+		/* The selector, "as sealed", then bytes for every later choice. */
+		add_bytes(&t, 2, sel, 0);
+		for (unsigned j = 0; j < 96; j++)
+			add_bytes(&t, 1, (int)(j * 37 + sel * 11));
+		snprintf(name, sizeof(name), "sel_%u", sel);
+		put(target, name, t.b, t.n);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DIR\n", argv[0]);
+		return 2;
+	}
+	root = argv[1];
+	if (mkdir(root, 0755) != 0 && errno != EEXIST)
+		return 1;
+	parsers();
+	config();
+	aead();
+	aead2022();
+	choices("fuzz_aead_sealed", 20, 1);
+	choices("fuzz_aead2022_sealed", 256, 13);
+	choices("fuzz_aead2022_udp_sealed", 256, 13);
+	choices("fuzz_gcm_vaes", 8, 1);
+	choices("fuzz_chacha_short", 8, 1);
+	choices("fuzz_hkdf_sha1", 8, 1);
+	return 0;
+}
