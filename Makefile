@@ -3,14 +3,15 @@ JOBS ?= 2
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+TSAN_BUILD ?= build-tsan
 # make fuzz: each target runs FUZZ_TIME seconds or FUZZ_RUNS inputs, whichever
 # ends first; findings go under FUZZ_DIR.
 FUZZ_TIME ?= 3600
 FUZZ_RUNS ?= 10000000
 FUZZ_DIR ?= $(FUZZ_BUILD)/campaign
 
-.PHONY: all deps build build-asan build-fuzz run test test-release test-asan test-fuzz fuzz \
-	bench clean
+.PHONY: all deps build build-asan build-tsan build-fuzz run test test-release test-asan \
+	test-tsan test-fuzz fuzz bench clean
 
 all: build
 
@@ -24,6 +25,12 @@ build: deps
 build-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSS_SANITIZE=ON
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+# The tests that run threads (ctest label "threads"), under ThreadSanitizer.
+THREAD_TESTS = test_random test_tarena test_threads
+build-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSS_TSAN=ON
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(THREAD_TESTS)
 
 # libFuzzer targets (tests/fuzz) with ASan and UBSan; clang only.
 build-fuzz: deps
@@ -41,11 +48,14 @@ test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure
 
+test-tsan: build-tsan
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1 ctest -L threads --output-on-failure
+
 # Each fuzz target for a short fixed time over a copy of its seeds.
 test-fuzz: build-fuzz
 	cd $(FUZZ_BUILD) && ctest -j$(JOBS) --output-on-failure
 
-test: test-release test-asan test-fuzz
+test: test-release test-asan test-tsan test-fuzz
 
 fuzz: build-fuzz
 	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_DIR) $(FUZZ_TIME) $(FUZZ_RUNS)
@@ -54,4 +64,4 @@ bench: build
 	/usr/bin/python3 tests/bench/bench.py --ours $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
