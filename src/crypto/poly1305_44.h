@@ -1,9 +1,8 @@
 #ifndef SS_CRYPTO_POLY1305_44_H
 #define SS_CRYPTO_POLY1305_44_H
 
-/* Poly1305 in 64-bit C, shared by the own ChaCha20-Poly1305 code: the short
- * path runs all of it, the AVX-512 path its powers of r, tail and final
- * step. The accumulator keeps three limbs of 44, 44 and 42 bits, so each
+/* Poly1305 in 64-bit C for the short-message ChaCha20-Poly1305
+ * (chacha_short.c). The accumulator keeps three limbs of 44, 44 and 42 bits, so each
  * limb product fits in 128 bits with room for the sums; products that reach
  * 2^130 fold back times 5 (times 20 for the ones landing at 2^132). */
 

@@ -62,22 +62,6 @@ typedef struct ss_crypto_backend {
 	 * authentication fails (out then holds nothing meaningful). */
 	int (*aead_open)(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
 			 size_t len);
-	/* Whether aead_seal_chunk and aead_open_chunk serve alg on this CPU
-	 * (NULL: never). A stream asks once; where they do not, it seals and
-	 * opens each part of a chunk with aead_seal and aead_open. */
-	bool (*aead_chunk_ok)(ss_aead_alg_t alg);
-	/* A SIP004 chunk in one pass: the 2-byte length at chunk is sealed in
-	 * place with nonce n1 (tag at chunk + 2), the n payload bytes at
-	 * chunk + 18 with nonce n2. 0 or -errno. */
-	int (*aead_seal_chunk)(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2, uint8_t *chunk,
-			       size_t n);
-	/* Its inverse on avail (>= 18) bytes at chunk: opens the length in
-	 * place into *plen, and the payload too when all of it is there. 1:
-	 * both; 0: the length only, whose 18 bytes are then taken (the payload
-	 * opens later with aead_open and n2); -EBADMSG: a tag does not match,
-	 * or the length is 0 or above max. */
-	int (*aead_open_chunk)(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2, uint8_t *chunk,
-			       size_t avail, size_t max, size_t *plen);
 	/* Releases what aead_init took and wipes the key. Safe on a zeroed ss_aead_t. */
 	void (*aead_free)(ss_aead_t *a);
 	/* RFC 5869 HKDF with SHA-1. Returns 0 or -EINVAL. */

@@ -1,9 +1,8 @@
 /* The fast backend: libcrypto EVP for AES-GCM, ChaCha20-Poly1305 and the AES
  * block cipher, except AES-128/256-GCM on CPUs with VAES, which comes from
  * gcm_vaes.c (several times libcrypto 3.0's speed there), and
- * ChaCha20-Poly1305 on short messages (chacha_short.c) and on CPUs with
- * AVX-512 IFMA (chacha_avx512.c). XChaCha20-Poly1305 is not in OpenSSL and
- * comes from libsodium. */
+ * ChaCha20-Poly1305 on short messages (chacha_short.c). XChaCha20-Poly1305
+ * is not in OpenSSL and comes from libsodium. */
 #ifdef SS_HAVE_OPENSSL
 
 /* SHA-1 low-level calls: the only allocation-free way to hash with
@@ -20,7 +19,6 @@
 #include <openssl/sha.h>
 #include <sodium.h>
 
-#include "crypto/chacha_avx512.h"
 #include "crypto/chacha_short.h"
 #include "crypto/gcm_vaes.h"
 #include "crypto/hkdf_sha1.h"
@@ -126,8 +124,6 @@ static int ossl_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, cons
 	if (a->alg == SS_AEAD_CHACHA20_POLY1305) {
 		if (len <= SS_CHACHA_SHORT_MAX)
 			return ss_chacha_short_seal(s->key, nonce, out, in, len);
-		if (ss_chacha512_available())
-			return ss_chacha512_seal(s->key, nonce, out, in, len);
 	}
 	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
 		crypto_aead_xchacha20poly1305_ietf_encrypt_detached(out, out + len, NULL, in, len,
@@ -163,8 +159,6 @@ static int ossl_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, cons
 	if (a->alg == SS_AEAD_CHACHA20_POLY1305) {
 		if (n <= SS_CHACHA_SHORT_MAX)
 			return ss_chacha_short_open(s->key, nonce, out, in, len);
-		if (ss_chacha512_available())
-			return ss_chacha512_open(s->key, nonce, out, in, len);
 	}
 	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
 		if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(out, NULL, in, n, in + n,
@@ -183,22 +177,6 @@ static int ossl_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, cons
 	if (EVP_CipherFinal_ex(s->ctx, out + n, &outl) <= 0)
 		return -EBADMSG;
 	return 0;
-}
-
-static int ossl_aead_seal_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2, uint8_t *chunk,
-				size_t n)
-{
-	if (!a->keyed || a->alg != SS_AEAD_CHACHA20_POLY1305)
-		return -EINVAL;
-	return ss_chacha512_seal_chunk(st(a)->key, n1, n2, chunk, n);
-}
-
-static int ossl_aead_open_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2, uint8_t *chunk,
-				size_t avail, size_t max, size_t *plen)
-{
-	if (!a->keyed || a->alg != SS_AEAD_CHACHA20_POLY1305)
-		return -EINVAL;
-	return ss_chacha512_open_chunk(st(a)->key, n1, n2, chunk, avail, max, plen);
 }
 
 static void ossl_aead_wipe(ss_aead_t *a)
@@ -393,9 +371,6 @@ const ss_crypto_backend_t ss_crypto_openssl = {
     .aead_setkey = ossl_aead_setkey,
     .aead_seal = ossl_aead_seal,
     .aead_open = ossl_aead_open,
-    .aead_chunk_ok = ss_chacha512_chunk_ok,
-    .aead_seal_chunk = ossl_aead_seal_chunk,
-    .aead_open_chunk = ossl_aead_open_chunk,
     .aead_free = ossl_aead_free,
     .hkdf_sha1 = ossl_hkdf_sha1,
     .aead_wipe = ossl_aead_wipe,

@@ -1,10 +1,8 @@
-/* The reference backend: libsodium for ChaCha20-Poly1305 (chacha_avx512.c
- * on CPUs with AVX-512 IFMA, chacha_short.c for short messages) and
- * XChaCha20-Poly1305; AES-GCM from gcm_vaes.c on CPUs with VAES, else
- * libsodium's AES-256-GCM on CPUs with AES-NI; mbedtls for every other
- * AES-GCM and for the AES block cipher. The portable variant takes AES-GCM
- * from mbedtls only and ChaCha20-Poly1305 past the short path from
- * libsodium only. */
+/* The reference backend: libsodium for ChaCha20-Poly1305 (chacha_short.c
+ * for short messages) and XChaCha20-Poly1305; AES-GCM from gcm_vaes.c on
+ * CPUs with VAES, else libsodium's AES-256-GCM on CPUs with AES-NI; mbedtls
+ * for every other AES-GCM and for the AES block cipher. The portable
+ * variant takes AES-GCM from mbedtls only. */
 #include "crypto/primitives.h"
 
 #include <errno.h>
@@ -14,7 +12,6 @@
 #include <mbedtls/gcm.h>
 #include <sodium.h>
 
-#include "crypto/chacha_avx512.h"
 #include "crypto/chacha_short.h"
 #include "crypto/gcm_vaes.h"
 #include "crypto/hkdf_sha1.h"
@@ -154,8 +151,6 @@ static int sodium_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 	case IMPL_CHACHA:
 		if (len <= SS_CHACHA_SHORT_MAX)
 			return ss_chacha_short_seal(s->u.key, nonce, out, in, len);
-		if (!s->portable && ss_chacha512_available())
-			return ss_chacha512_seal(s->u.key, nonce, out, in, len);
 		crypto_aead_chacha20poly1305_ietf_encrypt_detached(out, tag, NULL, in, len, NULL, 0,
 								   NULL, nonce, s->u.key);
 		return 0;
@@ -194,8 +189,6 @@ static int sodium_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 	case IMPL_CHACHA:
 		if (n <= SS_CHACHA_SHORT_MAX)
 			return ss_chacha_short_open(s->u.key, nonce, out, in, len);
-		if (!s->portable && ss_chacha512_available())
-			return ss_chacha512_open(s->u.key, nonce, out, in, len);
 		rc = crypto_aead_chacha20poly1305_ietf_decrypt_detached(out, NULL, in, n, tag, NULL,
 									0, nonce, s->u.key);
 		break;
@@ -306,35 +299,12 @@ static void mbed_aes_free(ss_aes_block_t *b)
 	b->key_len = 0;
 }
 
-static int sodium_aead_seal_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2,
-				  uint8_t *chunk, size_t n)
-{
-	sodium_state_t *s = st(a);
-
-	if (s->impl != IMPL_CHACHA)
-		return -EINVAL;
-	return ss_chacha512_seal_chunk(s->u.key, n1, n2, chunk, n);
-}
-
-static int sodium_aead_open_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2,
-				  uint8_t *chunk, size_t avail, size_t max, size_t *plen)
-{
-	sodium_state_t *s = st(a);
-
-	if (s->impl != IMPL_CHACHA)
-		return -EINVAL;
-	return ss_chacha512_open_chunk(s->u.key, n1, n2, chunk, avail, max, plen);
-}
-
 const ss_crypto_backend_t ss_crypto_sodium = {
     .name = "sodium",
     .aead_init = sodium_aead_init,
     .aead_setkey = sodium_aead_setkey,
     .aead_seal = sodium_aead_seal,
     .aead_open = sodium_aead_open,
-    .aead_chunk_ok = ss_chacha512_chunk_ok,
-    .aead_seal_chunk = sodium_aead_seal_chunk,
-    .aead_open_chunk = sodium_aead_open_chunk,
     .aead_free = sodium_aead_free,
     .hkdf_sha1 = sodium_hkdf_sha1,
     .aead_wipe = sodium_aead_wipe,

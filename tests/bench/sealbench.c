@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!payload)
-		payload = ss_aead_fill_payload(&enc);
+		payload = SS_AEAD_FILL_PAYLOAD;
 	size_t stride = payload + SS_AEAD_CHUNK_OVERHEAD;
 	size_t salt_len = m->salt_len, per = (size_t)CHUNKS * payload;
 	size_t wire = (size_t)CHUNKS * stride;
