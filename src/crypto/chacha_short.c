@@ -92,8 +92,10 @@ int ss_chacha_short_seal(const uint8_t key[32], const uint8_t nonce[12], uint8_t
 {
 	uint8_t ks[128];
 
-	if (len > SS_CHACHA_SHORT_MAX)
+	if (len > SS_CHACHA_SHORT_MAX) {
+		ss_wipe(out, len + 16);
 		return -EINVAL;
+	}
 	chacha_two_blocks(key, nonce, ks);
 	for (size_t i = 0; i < len; i++)
 		out[i] = in[i] ^ ks[64 + i];
@@ -109,9 +111,13 @@ int ss_chacha_short_open(const uint8_t key[32], const uint8_t nonce[12], uint8_t
 	size_t n;
 	int ok;
 
-	if (len < 16 || len > SS_CHACHA_SHORT_MAX + 16)
+	if (len < 16)
 		return -EBADMSG;
 	n = len - 16;
+	if (n > SS_CHACHA_SHORT_MAX) {
+		ss_wipe(out, n);
+		return -EBADMSG;
+	}
 	chacha_two_blocks(key, nonce, ks);
 	mac(ks, in, n, tag);
 	ok = ss_ct_equal(tag, in + n, 16);

@@ -21,15 +21,31 @@ static inline void tmp_template(char *out, size_t len, const char *name)
 	snprintf(out, len, "%s/%s.XXXXXX", dir && dir[0] ? dir : "/tmp", name);
 }
 
-/* Every crypto backend this build has, for tests that run on each. */
+/* Every crypto backend table this build has, the libraries' and our own
+ * code's over them, for tests that run on each. */
 static const ss_crypto_backend_t *const backends[] = {
-    &ss_crypto_sodium,
-    &ss_crypto_sodium_portable,
+    &ss_crypto_sodium,          /* libsodium, mbedtls */
+    &ss_crypto_sodium_portable, /* AES-GCM from mbedtls only */
 #ifdef SS_HAVE_OPENSSL
     &ss_crypto_openssl,
 #endif
+#ifdef SS_OWN_CRYPTO
+    &ss_crypto_sodium_own,
+#ifdef SS_HAVE_OPENSSL
+    &ss_crypto_openssl_own,
+#endif
+#endif
 };
 #define NB SS_ARRAY_LEN(backends)
+
+/* Whether the n bytes at p are all zero. */
+static inline bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
 
 /* Hex text to bytes; returns the byte count. Fails the test on bad hex. */
 static inline size_t unhex(const char *hex, uint8_t *out)
