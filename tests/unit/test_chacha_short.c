@@ -1,5 +1,7 @@
-/* The short-message ChaCha20-Poly1305 against libsodium's, on every length
- * it takes, and its Poly1305 on the edge cases of the final reduction. */
+/* The short-message ChaCha20-Poly1305 against the libraries' (libsodium and
+ * OpenSSL give the expected output), on every length it takes, in place and
+ * not; tampering, where every failed open leaves out all zeros; and its
+ * Poly1305 on the edge cases of the final reduction. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,27 +17,53 @@
 #include "crypto/chacha_short.h"
 #include "crypto/primitives.h"
 
-static void test_against_sodium(void **state)
+/* Every length it serves, in place and not, against each library: libsodium
+ * directly and every library backend table (OpenSSL's EVP among them). */
+static void test_against_libraries(void **state)
 {
 	(void)state;
 	assert_true(sodium_init() >= 0);
 	for (int round = 0; round < 200; round++) {
 		uint8_t key[32], nonce[12], pt[SS_CHACHA_SHORT_MAX], want[SS_CHACHA_SHORT_MAX + 16];
-		uint8_t got[SS_CHACHA_SHORT_MAX + 16], back[SS_CHACHA_SHORT_MAX];
+		uint8_t other[SS_CHACHA_SHORT_MAX + 16], got[SS_CHACHA_SHORT_MAX + 16 + 8];
+		uint8_t back[SS_CHACHA_SHORT_MAX + 8];
+		ss_aead_t refs[NB];
 
 		randombytes_buf(key, sizeof(key));
 		randombytes_buf(nonce, sizeof(nonce));
 		randombytes_buf(pt, sizeof(pt));
 		if (round == 1)
 			memset(key, 0xff, sizeof(key));
+		if (round == 2)
+			memset(nonce, 0xff, sizeof(nonce));
+		for (size_t i = 0; i < NB; i++)
+			if (backends[i]->lib == NULL) {
+				assert_int_equal(
+				    backends[i]->aead_init(&refs[i], SS_AEAD_CHACHA20_POLY1305), 0);
+				assert_int_equal(backends[i]->aead_setkey(&refs[i], key, 32), 0);
+			}
 		for (size_t len = 0; len <= SS_CHACHA_SHORT_MAX; len++) {
 			crypto_aead_chacha20poly1305_ietf_encrypt_detached(
 			    want, want + len, NULL, pt, len, NULL, 0, NULL, nonce, key);
+			for (size_t i = 0; i < NB; i++) {
+				if (backends[i]->lib != NULL)
+					continue;
+				assert_int_equal(
+				    backends[i]->aead_seal(&refs[i], nonce, other, pt, len), 0);
+				if (memcmp(other, want, len + 16) != 0)
+					fail_msg("%s and libsodium differ at length %zu",
+						 backends[i]->name, len);
+			}
+			/* Nothing written past the tag, or past the text opening. */
+			memset(got, 0xa5, sizeof(got));
+			memset(back, 0x5a, sizeof(back));
 			assert_int_equal(ss_chacha_short_seal(key, nonce, got, pt, len), 0);
 			if (memcmp(got, want, len + 16) != 0)
 				fail_msg("seal differs at length %zu", len);
-			assert_int_equal(ss_chacha_short_open(key, nonce, back, got, len + 16), 0);
+			assert_true(got[len + 16] == 0xa5 && got[len + 23] == 0xa5);
+			assert_int_equal(ss_chacha_short_open(key, nonce, back, want, len + 16), 0);
 			assert_memory_equal(back, pt, len);
+			assert_true(back[len] == 0x5a && back[len + 7] == 0x5a);
 			/* In place. */
 			memcpy(got, pt, len);
 			assert_int_equal(ss_chacha_short_seal(key, nonce, got, got, len), 0);
@@ -44,46 +72,58 @@ static void test_against_sodium(void **state)
 			if (len)
 				assert_memory_equal(got, pt, len);
 		}
+		for (size_t i = 0; i < NB; i++)
+			if (backends[i]->lib == NULL)
+				backends[i]->aead_free(&refs[i]);
 	}
 }
 
+/* Every bit of ciphertext and tag at every length, out of place and in
+ * place: refused, and out all zeros. */
 static void test_tamper(void **state)
 {
 	uint8_t key[32], nonce[12], pt[SS_CHACHA_SHORT_MAX], sealed[SS_CHACHA_SHORT_MAX + 16];
-	uint8_t work[SS_CHACHA_SHORT_MAX + 16], out[SS_CHACHA_SHORT_MAX];
+	uint8_t work[SS_CHACHA_SHORT_MAX + 17], out[SS_CHACHA_SHORT_MAX + 17];
 	(void)state;
 
 	randombytes_buf(key, sizeof(key));
 	randombytes_buf(nonce, sizeof(nonce));
 	randombytes_buf(pt, sizeof(pt));
 	for (size_t len = 0; len <= sizeof(pt); len++) {
-		assert_int_equal(ss_chacha_short_seal(key, nonce, sealed, pt, len), 0);
-		for (size_t pos = 0; pos < len + 16; pos += 1 + len / 8) {
+		crypto_aead_chacha20poly1305_ietf_encrypt_detached(sealed, sealed + len, NULL, pt,
+								   len, NULL, 0, NULL, nonce, key);
+		for (size_t bit = 0; bit < (len + 16) * 8; bit++) {
 			memcpy(work, sealed, len + 16);
-			work[pos] ^= (uint8_t)(0x80u >> (pos % 8));
+			work[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 			memset(out, 0x55, sizeof(out));
 			assert_int_equal(ss_chacha_short_open(key, nonce, out, work, len + 16),
 					 -EBADMSG);
-			for (size_t k = 0; k < len; k++)
-				assert_int_equal(out[k], 0);
+			if (!all_zero(out, len))
+				fail_msg("length %zu, bit %zu: text left in out", len, bit);
+			assert_int_equal(ss_chacha_short_open(key, nonce, work, work, len + 16),
+					 -EBADMSG);
+			if (!all_zero(work, len))
+				fail_msg("length %zu, bit %zu: text left in place", len, bit);
 		}
-		/* In place too. */
-		memcpy(work, sealed, len + 16);
-		work[len] ^= 4;
-		assert_int_equal(ss_chacha_short_open(key, nonce, work, work, len + 16), -EBADMSG);
-		for (size_t k = 0; k < len; k++)
-			assert_int_equal(work[k], 0);
 		nonce[11] ^= 1;
+		memset(out, 0x55, sizeof(out));
 		assert_int_equal(ss_chacha_short_open(key, nonce, out, sealed, len + 16), -EBADMSG);
+		assert_true(all_zero(out, len));
 		nonce[11] ^= 1;
+		assert_int_equal(ss_chacha_short_open(key, nonce, out, sealed, len + 16), 0);
 	}
-	/* Lengths it does not take. */
-	assert_int_equal(ss_chacha_short_seal(key, nonce, sealed, pt, SS_CHACHA_SHORT_MAX + 1),
+	/* Lengths it does not take: refused, and nothing left in out. */
+	memset(out, 0x55, sizeof(out));
+	assert_int_equal(ss_chacha_short_seal(key, nonce, out, pt, SS_CHACHA_SHORT_MAX + 1),
 			 -EINVAL);
+	assert_true(all_zero(out, sizeof(out)));
 	for (size_t len = 0; len < 16; len++)
 		assert_int_equal(ss_chacha_short_open(key, nonce, out, sealed, len), -EBADMSG);
-	assert_int_equal(ss_chacha_short_open(key, nonce, out, sealed, SS_CHACHA_SHORT_MAX + 17),
+	memset(work, 0x55, sizeof(work));
+	memset(out, 0x55, sizeof(out));
+	assert_int_equal(ss_chacha_short_open(key, nonce, out, work, SS_CHACHA_SHORT_MAX + 17),
 			 -EBADMSG);
+	assert_true(all_zero(out, SS_CHACHA_SHORT_MAX + 1));
 }
 
 /* Through each backend, across the short path's limit, against libsodium's
@@ -163,7 +203,7 @@ static void test_poly1305_edges(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_against_sodium),
+	    cmocka_unit_test(test_against_libraries),
 	    cmocka_unit_test(test_tamper),
 	    cmocka_unit_test(test_backends_across_the_limit),
 	    cmocka_unit_test(test_poly1305_edges),
