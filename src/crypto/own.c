@@ -5,47 +5,34 @@
  *     key schedule takes the place of the library's state, which is set up
  *     only once a key needs the library (AES-192), so an idle connection
  *     carries no library context it does not use.
- *   - ChaCha20-Poly1305: the library, except messages of at most
- *     SS_CHACHA_SHORT_MAX bytes (SIP004's sealed lengths, SIP022's headers),
- *     which chacha_short.c seals with a copy of the key kept after the
- *     library's state.
- *   - Everything else (AES-192-GCM, XChaCha20-Poly1305, CPUs without VAES),
- *     and the AES block cipher and HKDF: the library, straight through.
+ *   - Everything else (AES-192-GCM, ChaCha20-Poly1305, XChaCha20-Poly1305,
+ *     CPUs without VAES), and the AES block cipher and HKDF: the library,
+ *     straight through.
  * docs/performance.md ("Our own crypto code") has the measurements behind
- * each; -DSS_OWN_CRYPTO=OFF leaves this file out of the build and the
- * environment variable SS_OWN_CRYPTO=0 out of the programs (crypto.c). */
+ * it, and those of the code that did not earn its place; -DSS_OWN_CRYPTO=OFF
+ * leaves this file out of the build and the environment variable
+ * SS_OWN_CRYPTO=0 out of the programs (crypto.c). */
 #include "crypto/primitives.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "crypto/chacha_short.h"
 #include "crypto/gcm_vaes.h"
 
 /* ss_aead_t.route */
 enum {
 	ROUTE_NONE = 0, /* the library not set up: a zeroed or fresh state */
 	ROUTE_LIB,      /* the library serves everything */
-	ROUTE_SHORT,    /* the library, and chacha_short.c for short messages */
 	ROUTE_VAES,     /* gcm_vaes.c; the library not set up */
 };
 
-#define SHORT_KEY_LEN 32
-
 _Static_assert(sizeof(ss_vgcm_t) <= SS_AEAD_STATE_SIZE, "grow SS_AEAD_STATE_SIZE");
 _Static_assert(_Alignof(ss_vgcm_t) <= 64, "ss_aead_t.state is 64-aligned");
-_Static_assert(SS_AEAD_STATE_SIZE - SS_AEAD_LIB_STATE_SIZE >= SHORT_KEY_LEN,
-	       "room for the short-message key after the library's state");
 
 static ss_vgcm_t *vg(ss_aead_t *a)
 {
 	return (ss_vgcm_t *)a->state;
-}
-
-static uint8_t *short_key(ss_aead_t *a)
-{
-	return a->state + SS_AEAD_LIB_STATE_SIZE;
 }
 
 /* What serves alg with a key_len-byte key on this CPU. */
@@ -53,27 +40,16 @@ static int own_route(ss_aead_alg_t alg, size_t key_len)
 {
 	if (alg == SS_AEAD_AES_GCM && (key_len == 16 || key_len == 32) && ss_vgcm_available())
 		return ROUTE_VAES;
-	if (alg == SS_AEAD_CHACHA20_POLY1305)
-		return ROUTE_SHORT;
 	return ROUTE_LIB;
 }
 
 static const char *own_aead_impl(const ss_crypto_backend_t *lib, ss_aead_alg_t alg, size_t key_len,
 				 char *buf, size_t len)
 {
-	char name[96];
-
-	switch (own_route(alg, key_len)) {
-	case ROUTE_VAES:
-		snprintf(buf, len, "own VAES/AVX-512 code");
-		return buf;
-	case ROUTE_SHORT:
-		snprintf(buf, len, "%s, own code for messages up to %d bytes",
-			 lib->aead_impl(alg, key_len, name, sizeof(name)), SS_CHACHA_SHORT_MAX);
-		return buf;
-	default:
+	if (own_route(alg, key_len) != ROUTE_VAES)
 		return lib->aead_impl(alg, key_len, buf, len);
-	}
+	snprintf(buf, len, "own VAES/AVX-512 code");
+	return buf;
 }
 
 /* Sets the library up in a; its aead_init zeroes a, our fields too. */
@@ -106,7 +82,7 @@ static int own_aead_setkey(ss_aead_t *a, const uint8_t *key, size_t key_len)
 	a->keyed = false;
 	if (route == ROUTE_VAES) {
 		/* The library's state gives way to our key schedule. */
-		if (a->route == ROUTE_LIB || a->route == ROUTE_SHORT)
+		if (a->route == ROUTE_LIB)
 			a->lib->aead_free(a);
 		a->route = ROUTE_VAES;
 		/* Cannot fail: own_route checked the length and the CPU. */
@@ -122,16 +98,7 @@ static int own_aead_setkey(ss_aead_t *a, const uint8_t *key, size_t key_len)
 		if (rc < 0)
 			return rc;
 	}
-	ss_wipe(short_key(a), SHORT_KEY_LEN);
-	a->route = ROUTE_LIB;
-	rc = a->lib->aead_setkey(a, key, key_len);
-	if (rc < 0)
-		return rc;
-	if (route == ROUTE_SHORT) {
-		memcpy(short_key(a), key, SHORT_KEY_LEN);
-		a->route = ROUTE_SHORT;
-	}
-	return 0;
+	return a->lib->aead_setkey(a, key, key_len);
 }
 
 static int own_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
@@ -140,10 +107,6 @@ static int own_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const
 	switch (a->route) {
 	case ROUTE_VAES:
 		return ss_vgcm_seal(vg(a), nonce, out, in, len);
-	case ROUTE_SHORT:
-		if (len <= SS_CHACHA_SHORT_MAX)
-			return ss_chacha_short_seal(short_key(a), nonce, out, in, len);
-		return a->lib->aead_seal(a, nonce, out, in, len);
 	case ROUTE_LIB:
 		return a->lib->aead_seal(a, nonce, out, in, len);
 	default:
@@ -158,10 +121,6 @@ static int own_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const
 	switch (a->route) {
 	case ROUTE_VAES:
 		return ss_vgcm_open(vg(a), nonce, out, in, len);
-	case ROUTE_SHORT:
-		if (len >= SS_AEAD_TAG_LEN && len - SS_AEAD_TAG_LEN <= SS_CHACHA_SHORT_MAX)
-			return ss_chacha_short_open(short_key(a), nonce, out, in, len);
-		return a->lib->aead_open(a, nonce, out, in, len);
 	case ROUTE_LIB:
 		return a->lib->aead_open(a, nonce, out, in, len);
 	default:
@@ -177,10 +136,6 @@ static void own_aead_wipe(ss_aead_t *a)
 	case ROUTE_VAES:
 		ss_vgcm_wipe(vg(a));
 		break;
-	case ROUTE_SHORT:
-		ss_wipe(short_key(a), SHORT_KEY_LEN);
-		a->route = ROUTE_LIB;
-		/* fall through */
 	case ROUTE_LIB:
 		a->lib->aead_wipe(a);
 		break;

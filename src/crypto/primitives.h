@@ -10,8 +10,8 @@
  * primitives_openssl.c (libcrypto EVP, built when found), each the
  * libraries' code only. Our own code for a primitive (own.c, built with
  * SS_OWN_CRYPTO) wraps a library backend in a table of the same shape,
- * serving the keys and messages it is measured to be faster on and handing
- * everything else to the library beneath. Generic code never looks inside
+ * serving the keys it is measured to be faster on and handing everything
+ * else to the library beneath. Generic code never looks inside
  * ss_aead_t or ss_aes_block_t; it only calls through the backend table. */
 
 #define SS_AEAD_TAG_LEN 16
@@ -28,11 +28,11 @@ typedef enum {
  * once per slot, aead_setkey per connection (re-keys without allocating where
  * the backend allows it), aead_free when the slot is destroyed. The storage is
  * opaque: a library backend's state takes at most SS_AEAD_LIB_STATE_SIZE
- * bytes of it; our own code keeps a short key after that, or, when it alone
- * serves the key, its own state in place of the library's. */
+ * bytes of it; where our own code serves the key, its state (the VAES key
+ * schedule, 576 bytes) takes the place of the library's. */
 #define SS_AEAD_LIB_STATE_SIZE 544
 #ifdef SS_OWN_CRYPTO
-#define SS_AEAD_STATE_SIZE (SS_AEAD_LIB_STATE_SIZE + 32)
+#define SS_AEAD_STATE_SIZE 576
 #else
 #define SS_AEAD_STATE_SIZE SS_AEAD_LIB_STATE_SIZE
 #endif
