@@ -42,7 +42,8 @@ typedef struct ss_aead {
 	uint8_t key_len;
 	bool keyed;
 	/* Our own code's (own.c): which code serves the key, and the library
-	 * backend beneath. Library backends leave them alone. */
+	 * backend beneath. A library's aead_init zeroes them with the rest;
+	 * nothing else of a library's touches them. */
 	uint8_t route;
 	const struct ss_crypto_backend *lib;
 	_Alignas(64) unsigned char state[SS_AEAD_STATE_SIZE];

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "crypto/aead.h"
+#include "crypto/backends.h"
 #include "crypto/method.h"
 #include "crypto/primitives.h"
 #include "util/result.h"
@@ -32,19 +33,6 @@
 #define CHUNKS 16
 #define RING (64u << 20)
 #define BATCH 1024
-
-static const ss_crypto_backend_t *const backends[] = {
-    &ss_crypto_sodium,      &ss_crypto_sodium_portable,
-#ifdef SS_HAVE_OPENSSL
-    &ss_crypto_openssl,
-#endif
-#ifdef SS_OWN_CRYPTO
-    &ss_crypto_sodium_own,
-#ifdef SS_HAVE_OPENSSL
-    &ss_crypto_openssl_own,
-#endif
-#endif
-};
 
 static double now(void)
 {
@@ -150,9 +138,9 @@ int main(int argc, char **argv)
 	const ss_crypto_backend_t *be = ss_crypto_default();
 	if (backend) {
 		be = NULL;
-		for (size_t i = 0; i < SS_ARRAY_LEN(backends); i++)
-			if (!strcmp(backend, backends[i]->name))
-				be = backends[i];
+		for (size_t i = 0; i < SS_ARRAY_LEN(ss_crypto_backends); i++)
+			if (!strcmp(backend, ss_crypto_backends[i]->name))
+				be = ss_crypto_backends[i];
 		if (!be)
 			return usage();
 	}

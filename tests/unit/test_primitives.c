@@ -1,4 +1,4 @@
-/* Known-answer and differential tests for both crypto backends. */
+/* Known-answer and differential tests for every crypto backend table. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crypto/backends.h"
 #include "crypto/cpu.h"
 #include "crypto/primitives.h"
 #include "util/result.h"
@@ -54,21 +55,9 @@ static inline void tmp_template(char *out, size_t len, const char *name)
 	snprintf(out, len, "%s/%s.XXXXXX", dir && dir[0] ? dir : "/tmp", name);
 }
 
-/* Every crypto backend table this build has, the libraries' and our own
- * code's over them, for tests that run on each. */
-static const ss_crypto_backend_t *const backends[] = {
-    &ss_crypto_sodium,          /* libsodium, mbedtls */
-    &ss_crypto_sodium_portable, /* AES-GCM from mbedtls only */
-#ifdef SS_HAVE_OPENSSL
-    &ss_crypto_openssl,
-#endif
-#ifdef SS_OWN_CRYPTO
-    &ss_crypto_sodium_own,
-#ifdef SS_HAVE_OPENSSL
-    &ss_crypto_openssl_own,
-#endif
-#endif
-};
+/* Every crypto backend table this build has, under the name the tests use
+ * (crypto/backends.h), and how many there are. */
+#define backends ss_crypto_backends
 #define NB SS_ARRAY_LEN(backends)
 
 /* Whether the n bytes at p are all zero. */
