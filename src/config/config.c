@@ -449,8 +449,11 @@ ss_config_status_t ss_config_parse(ss_config_t *cfg, ss_prog_t prog, int argc, c
 	}
 
 	st = ss_config_parse_cli(cfg, argc, argv, err, errlen);
-	if (st == SS_CONFIG_HELP) {
-		ss_config_usage(prog, out);
+	if (st == SS_CONFIG_HELP || st == SS_CONFIG_VERSION) {
+		if (st == SS_CONFIG_HELP)
+			ss_config_usage(prog, out);
+		else
+			ss_config_version(prog, out);
 		ss_config_clear(cfg);
 		return st;
 	}

@@ -130,12 +130,14 @@ typedef enum {
 	SS_CONFIG_RUN = 0, /* cfg is complete and valid */
 	SS_CONFIG_HELP,    /* -h/--help: usage was written to out */
 	SS_CONFIG_ERROR,   /* err holds one line naming the flag or key and value */
+	SS_CONFIG_VERSION, /* --version: the version was written to out */
 } ss_config_status_t;
 
 /* Parses argv (flags as shadowsocks-libev 3.3.5 for prog) and the JSON file
  * (-c, or with no arguments at all the default files libev looks for), then
- * validates. err gets one line, no trailing newline. Usage text for -h is
- * written to the FILE* out. Never exits, never prints anything else. */
+ * validates. err gets one line, no trailing newline. Usage text for -h and
+ * the version for --version are written to the FILE* out. Never exits, never prints anything else.
+ */
 ss_config_status_t ss_config_parse(ss_config_t *cfg, ss_prog_t prog, int argc, char **argv,
 				   void *out, char *err, size_t errlen);
 
@@ -151,6 +153,10 @@ int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t e
 
 /* Usage text for prog. */
 void ss_config_usage(ss_prog_t prog, void *out);
+
+/* --version text: the version, and what serves each method's crypto on this
+ * CPU with the backend the programs would use. */
+void ss_config_version(ss_prog_t prog, void *out);
 
 /* Wipes the keys and any password or key text still held, and frees the
  * users. cfg may be parsed again afterwards. */

@@ -29,6 +29,7 @@ enum {
 	OPT_PASSWORD,
 	OPT_KEY,
 	OPT_HELP,
+	OPT_VERSION,
 	OPT_MANAGER_ADDRESS,
 	OPT_EXECUTABLE,
 	OPT_UDP_TIMEOUT,
@@ -48,6 +49,7 @@ static const struct option long_options[] = {
     {"password", required_argument, NULL, OPT_PASSWORD},
     {"key", required_argument, NULL, OPT_KEY},
     {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
     {"manager-address", required_argument, NULL, OPT_MANAGER_ADDRESS},
     {"executable", required_argument, NULL, OPT_EXECUTABLE},
     {"udp-timeout", required_argument, NULL, OPT_UDP_TIMEOUT},
@@ -336,6 +338,8 @@ ss_config_status_t ss_config_parse_cli(ss_config_t *cfg, int argc, char **argv, 
 	while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
 		if (c == 'h' || c == OPT_HELP)
 			return SS_CONFIG_HELP;
+		if (c == OPT_VERSION)
+			return SS_CONFIG_VERSION;
 		if (c == ':') {
 			ss_cfg_err(err, errlen, "option %s needs a value",
 				   opt_name(optopt, name, sizeof(name)));

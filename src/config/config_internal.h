@@ -80,8 +80,8 @@ int ss_cfg_tunnel(const char *text, ss_addr_t *a, const char *name, char *err, s
 int ss_cfg_method(ss_config_t *cfg, const char *name, char *err, size_t errlen);
 
 /* Parses argv into cfg, recording what it set in cfg->cli_set. Returns
- * SS_CONFIG_RUN when parsing may go on, SS_CONFIG_HELP on -h, or
- * SS_CONFIG_ERROR with err set. */
+ * SS_CONFIG_RUN when parsing may go on, SS_CONFIG_HELP on -h,
+ * SS_CONFIG_VERSION on --version, or SS_CONFIG_ERROR with err set. */
 ss_config_status_t ss_config_parse_cli(ss_config_t *cfg, int argc, char **argv, char *err,
 				       size_t errlen);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "crypto/primitives.h"
 
 #define DESC_COL 35 /* where descriptions start */
 #define WIDTH 78
@@ -42,13 +43,35 @@ static void methods(FILE *f)
 	fputc('\n', f);
 }
 
+static const char *const prog_names[] = {
+    [SS_PROG_LOCAL] = "ss-local",
+    [SS_PROG_SERVER] = "ss-server",
+    [SS_PROG_TUNNEL] = "ss-tunnel",
+};
+
+void ss_config_version(ss_prog_t prog, void *out)
+{
+	const ss_crypto_backend_t *be = ss_crypto_default();
+	const char *const *names = ss_method_names();
+	FILE *f = out;
+	char line[256];
+
+	if (f == NULL)
+		return;
+	fprintf(f, "%s (shadowsocks-c) %s\n", prog_names[prog], SS_VERSION);
+	fprintf(f, "crypto: %s\n", ss_crypto_own_setting(be, line, sizeof(line)));
+	fprintf(f, "what seals each method on this CPU:\n");
+	for (size_t i = 0; names != NULL && names[i] != NULL; i++) {
+		const ss_method_t *m;
+
+		if (ss_method_lookup(names[i], &m, NULL, 0) == 0)
+			fprintf(f, "  %-30s %s\n", names[i],
+				ss_crypto_describe(be, m, line, sizeof(line)));
+	}
+}
+
 void ss_config_usage(ss_prog_t prog, void *out)
 {
-	static const char *const names[] = {
-	    [SS_PROG_LOCAL] = "ss-local",
-	    [SS_PROG_SERVER] = "ss-server",
-	    [SS_PROG_TUNNEL] = "ss-tunnel",
-	};
 	FILE *f = out;
 	bool server = prog == SS_PROG_SERVER;
 
@@ -57,7 +80,7 @@ void ss_config_usage(ss_prog_t prog, void *out)
 
 	fprintf(f, "\nshadowsocks-c %s (flags and config file of shadowsocks-libev 3.3.5)\n\n",
 		SS_VERSION);
-	fprintf(f, "  usage:\n\n    %s\n\n", names[prog]);
+	fprintf(f, "  usage:\n\n    %s\n\n", prog_names[prog]);
 
 	if (server) {
 		line(f, "-s <server_host>", "Address to listen on; repeat for more.");
@@ -116,5 +139,7 @@ void ss_config_usage(ss_prog_t prog, void *out)
 
 	line(f, "[-v]", "More log output; repeat for even more.");
 	line(f, "[-h, --help]", "Show this help.");
+	line(f, "[--version]", "Show the version and what runs each method's");
+	more(f, "crypto on this CPU.");
 	fputc('\n', f);
 }

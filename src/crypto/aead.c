@@ -36,7 +36,6 @@ int ss_aead_stream_init(ss_aead_stream_t *s, const ss_method_t *m, const ss_cryp
 	memset(s, 0, sizeof(*s));
 	s->method = m;
 	s->be = be;
-	s->one_pass = be->aead_chunk_ok && be->aead_chunk_ok(m->alg);
 	return be->aead_init(&s->aead, m->alg);
 }
 
@@ -89,18 +88,6 @@ int ss_aead_enc_chunk(ss_aead_stream_t *s, uint8_t *chunk, size_t n)
 		return -EINVAL;
 	chunk[0] = (uint8_t)(n >> 8);
 	chunk[1] = (uint8_t)n;
-	if (s->one_pass) {
-		uint8_t n2[SS_AEAD_MAX_NONCE_LEN];
-
-		memcpy(n2, s->nonce, nlen);
-		nonce_next(n2, nlen);
-		rc = s->be->aead_seal_chunk(&s->aead, s->nonce, n2, chunk, n);
-		if (rc < 0)
-			return rc;
-		memcpy(s->nonce, n2, nlen);
-		nonce_next(s->nonce, nlen);
-		return 0;
-	}
 	rc = s->be->aead_seal(&s->aead, s->nonce, chunk, chunk, 2);
 	if (rc < 0)
 		return rc;
@@ -110,11 +97,6 @@ int ss_aead_enc_chunk(ss_aead_stream_t *s, uint8_t *chunk, size_t n)
 		return rc;
 	nonce_next(s->nonce, nlen);
 	return 0;
-}
-
-size_t ss_aead_fill_payload(const ss_aead_stream_t *s)
-{
-	return s->one_pass ? SS_AEAD_FILL_ONE_PASS : SS_AEAD_FILL_PAYLOAD;
 }
 
 size_t ss_aead_enc_bound(size_t len)
@@ -177,35 +159,6 @@ int ss_aead_dec(ss_aead_stream_t *s, uint8_t *buf, size_t len, size_t *consumed,
 	while (n < max_spans) {
 		size_t need;
 
-		if (s->pending_len == 0 && len - pos >= SS_AEAD_CHUNK_HDR && s->one_pass) {
-			/* Length and payload in one pass where the backend can. */
-			uint8_t n2[SS_AEAD_MAX_NONCE_LEN];
-			size_t plen = 0;
-			int rc;
-
-			memcpy(n2, s->nonce, m->nonce_len);
-			nonce_next(n2, m->nonce_len);
-			rc = be->aead_open_chunk(&s->aead, s->nonce, n2, buf + pos, len - pos,
-						 SS_AEAD_MAX_PAYLOAD, &plen);
-			if (rc == 1) {
-				memcpy(s->nonce, n2, m->nonce_len);
-				nonce_next(s->nonce, m->nonce_len);
-				spans[n].ptr = buf + pos + SS_AEAD_CHUNK_HDR;
-				spans[n].len = plen;
-				n++;
-				pos += SS_AEAD_CHUNK_HDR + plen + SS_AEAD_TAG_LEN;
-				continue;
-			}
-			/* A good length is taken, as below, also when its
-			 * payload is not all here or fails. */
-			if (rc == 0 || (plen && plen <= SS_AEAD_MAX_PAYLOAD)) {
-				memcpy(s->nonce, n2, m->nonce_len);
-				s->pending_len = (uint16_t)plen;
-				pos += SS_AEAD_CHUNK_HDR;
-			}
-			if (rc < 0)
-				goto fail;
-		}
 		if (s->pending_len == 0) {
 			uint8_t *lb = buf + pos;
 			size_t plen;

@@ -39,18 +39,12 @@ typedef struct ss_aead_stream {
 	/* decoder: length of a chunk whose length block is already opened,
 	 * 0 if none */
 	uint16_t pending_len;
-	/* The backend seals and opens whole chunks (length and payload) in one
-	 * pass for this method on this CPU (aead_chunk_ok, asked once). */
-	bool one_pass;
 } ss_aead_stream_t;
 
-/* Chunk payloads an encoder fills. The libraries' ChaCha20-Poly1305 runs
- * about a third faster on a multiple of 128 bytes than on 0x3FFF (AES-GCM
- * runs the same on either). The one-pass AVX-512 path takes 253 ChaCha20
- * blocks, so that with the payload's key block and the length's two
- * blocks a chunk is exactly sixteen batches of sixteen. */
+/* The chunk payload an encoder fills: the libraries' ChaCha20-Poly1305 runs
+ * faster on a multiple of 128 bytes than on 0x3FFF (AES-GCM runs the same
+ * on either; docs/performance.md has the figures). */
 #define SS_AEAD_FILL_PAYLOAD (SS_AEAD_MAX_PAYLOAD & ~127)
-#define SS_AEAD_FILL_ONE_PASS (253 * 64)
 
 /* Once per slot. 0 or -errno from the backend. */
 int ss_aead_stream_init(ss_aead_stream_t *s, const ss_method_t *m, const ss_crypto_backend_t *be);
@@ -70,9 +64,6 @@ int ss_aead_enc_start_salt(ss_aead_stream_t *s, const uint8_t *key, const uint8_
  * 1 <= n <= SS_AEAD_MAX_PAYLOAD. Writes n + SS_AEAD_CHUNK_OVERHEAD bytes at
  * chunk. 0 or -errno. */
 int ss_aead_enc_chunk(ss_aead_stream_t *s, uint8_t *chunk, size_t n);
-/* The payload size s's encoder should fill its chunks with: one of the
- * two above, at most SS_AEAD_FILL_PAYLOAD. */
-size_t ss_aead_fill_payload(const ss_aead_stream_t *s);
 /* Convenience for callers with contiguous plaintext: seals len bytes of in
  * (any length, split into maximal chunks) to out, which must have room for
  * len + ceil(len / MAX_PAYLOAD) * OVERHEAD bytes and must not overlap in.

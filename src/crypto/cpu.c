@@ -84,18 +84,17 @@ unsigned ss_cpu_features(void)
 	return f & ~CPU_KNOWN;
 }
 
-const char *ss_cpu_missing(unsigned want, char *buf, size_t len)
+const char *ss_cpu_names(unsigned bits, char *buf, size_t len)
 {
 	static const char *const names[] = {"aes",        "pclmul",  "ssse3",     "sse4.1",
 					    "avx2",       "avx512f", "avx512bw",  "avx512vl",
 					    "avx512ifma", "vaes",    "vpclmulqdq"};
-	unsigned lack = want & ~ss_cpu_features();
 	size_t used = 0;
 
 	if (len)
 		buf[0] = '\0';
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!(lack & (1u << i)))
+		if (!(bits & (1u << i)))
 			continue;
 		int n = snprintf(buf + used, len - used, "%s%s", used ? " " : "", names[i]);
 		if (n < 0 || (size_t)n >= len - used)
@@ -103,4 +102,9 @@ const char *ss_cpu_missing(unsigned want, char *buf, size_t len)
 		used += (size_t)n;
 	}
 	return buf;
+}
+
+const char *ss_cpu_missing(unsigned want, char *buf, size_t len)
+{
+	return ss_cpu_names(want & ~ss_cpu_features(), buf, len);
 }

@@ -33,8 +33,12 @@ static inline bool ss_cpu_has(unsigned want)
 	return (ss_cpu_features() & want) == want;
 }
 
-/* The names of the bits of want this machine lacks, space-separated, into
- * buf (empty when none): for "skipped: the CPU lacks ..." messages. */
+/* The names of bits ("aes", "avx512f", "vaes"...), space-separated, into
+ * buf (empty when none). Returns buf. */
+const char *ss_cpu_names(unsigned bits, char *buf, size_t len);
+
+/* The names of the bits of want this machine lacks, as ss_cpu_names: for
+ * "skipped: the CPU lacks ..." messages. */
 const char *ss_cpu_missing(unsigned want, char *buf, size_t len);
 
 #endif

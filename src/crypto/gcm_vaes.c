@@ -319,8 +319,10 @@ int ss_vgcm_seal(const ss_vgcm_t *g, const uint8_t nonce[12], uint8_t *out, cons
 {
 	__m128i tag;
 
-	if (!g->rounds || (uint64_t)len > VGCM_MAX_LEN)
+	if (!g->rounds || (uint64_t)len > VGCM_MAX_LEN) {
+		ss_wipe(out, len + 16);
 		return -EINVAL;
+	}
 	tag = vgcm_crypt(g, nonce, out, in, len, true);
 	memcpy(out + len, &tag, 16);
 	return 0;
@@ -333,11 +335,13 @@ int ss_vgcm_open(const ss_vgcm_t *g, const uint8_t nonce[12], uint8_t *out, cons
 	__m128i tag;
 	size_t n;
 
-	if (!g->rounds)
-		return -EINVAL;
-	if (len < 16 || (uint64_t)(len - 16) > VGCM_MAX_LEN)
-		return -EBADMSG;
+	if (len < 16)
+		return g->rounds ? -EBADMSG : -EINVAL;
 	n = len - 16;
+	if (!g->rounds || (uint64_t)n > VGCM_MAX_LEN) {
+		ss_wipe(out, n);
+		return g->rounds ? -EBADMSG : -EINVAL;
+	}
 	/* In place the tag follows the ciphertext and is not overwritten;
 	 * copied first all the same, in case out differs from in. */
 	memcpy(want, in + n, 16);
@@ -367,14 +371,17 @@ int ss_vgcm_setkey(ss_vgcm_t *g, const uint8_t *key, size_t key_len)
 int ss_vgcm_seal(const ss_vgcm_t *g, const uint8_t nonce[12], uint8_t *out, const uint8_t *in,
 		 size_t len)
 {
-	(void)g, (void)nonce, (void)out, (void)in, (void)len;
+	(void)g, (void)nonce, (void)in;
+	ss_wipe(out, len + 16);
 	return -EINVAL;
 }
 
 int ss_vgcm_open(const ss_vgcm_t *g, const uint8_t nonce[12], uint8_t *out, const uint8_t *in,
 		 size_t len)
 {
-	(void)g, (void)nonce, (void)out, (void)in, (void)len;
+	(void)g, (void)nonce, (void)in;
+	if (len > 16)
+		ss_wipe(out, len - 16);
 	return -EINVAL;
 }
 

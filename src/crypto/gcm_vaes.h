@@ -10,8 +10,8 @@
 /* AES-GCM (AES-128 and AES-256, 12-byte nonce, no associated data) on x86-64
  * CPUs with VAES and VPCLMULQDQ on 512-bit registers (AVX-512 F, BW and VL):
  * counter mode and GHASH four blocks to a register, 32 blocks a step.
- * Both backends use it for AES-GCM where the CPU has it and fall back to
- * their library elsewhere (and for 24-byte keys). */
+ * Our own code's tables (own.c) serve AES-GCM with it where the CPU has it,
+ * and leave the rest (24-byte keys, other CPUs) to the library. */
 
 typedef struct ss_vgcm {
 	_Alignas(64) uint8_t rk[15][16]; /* encryption round keys */
@@ -35,13 +35,14 @@ int ss_vgcm_setkey(ss_vgcm_t *g, const uint8_t *key, size_t key_len);
 
 /* len bytes of in to out, then the 16-byte tag at out + len. in == out is
  * allowed; other overlaps are not. 0, or -EINVAL when unkeyed or len is past
- * GCM's limit. */
+ * GCM's limit (out's len + 16 bytes are then zero). */
 int ss_vgcm_seal(const ss_vgcm_t *g, const uint8_t nonce[12], uint8_t *out, const uint8_t *in,
 		 size_t len);
 
 /* len bytes (ciphertext then tag, len >= 16) of in to out, writing len - 16
- * bytes. in == out allowed. 0, -EBADMSG when the tag does not match (out is
- * then zeroed), -EINVAL when unkeyed. */
+ * bytes. in == out allowed. 0, -EBADMSG when the tag does not match or len
+ * is out of range, -EINVAL when unkeyed; out's len - 16 bytes are then
+ * zero. The tags are compared in constant time. */
 int ss_vgcm_open(const ss_vgcm_t *g, const uint8_t nonce[12], uint8_t *out, const uint8_t *in,
 		 size_t len);
 

@@ -66,6 +66,12 @@ typedef struct ss_psk_list {
 int ss_psk_parse(const ss_method_t *m, const char *text, ss_psk_list_t *out, char *err,
 		 size_t errlen);
 
+/* What seals m's traffic through be on this CPU, one line into buf: e.g.
+ * "AES-256-GCM: own VAES/AVX-512 code", "ChaCha20-Poly1305: OpenSSL 3.0.19
+ * EVP", "no encryption". For the start-up line and --version. Returns buf. */
+const char *ss_crypto_describe(const ss_crypto_backend_t *be, const ss_method_t *m, char *buf,
+			       size_t len);
+
 /* Whether m carries SIP023 identity headers (the 2022 AES methods). */
 bool ss_method_has_identity(const ss_method_t *m);
 

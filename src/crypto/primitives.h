@@ -7,9 +7,12 @@
 
 /* Crypto primitives behind one interface, one backend per file:
  * primitives_sodium.c (libsodium + mbedtls, always built, the reference) and
- * primitives_openssl.c (libcrypto EVP, built when found). Generic code never
- * looks inside ss_aead_t or ss_aes_block_t; it only calls through the backend
- * table. */
+ * primitives_openssl.c (libcrypto EVP, built when found), each the
+ * libraries' code only. Our own code for a primitive (own.c, built with
+ * SS_OWN_CRYPTO) wraps a library backend in a table of the same shape,
+ * serving the keys it is measured to be faster on and handing everything
+ * else to the library beneath. Generic code never looks inside
+ * ss_aead_t or ss_aes_block_t; it only calls through the backend table. */
 
 #define SS_AEAD_TAG_LEN 16
 #define SS_AEAD_MAX_KEY_LEN 32
@@ -24,12 +27,25 @@ typedef enum {
 /* Per-direction AEAD state. It lives inside the connection slot: aead_init
  * once per slot, aead_setkey per connection (re-keys without allocating where
  * the backend allows it), aead_free when the slot is destroyed. The storage is
- * opaque and sized for the largest backend. */
-#define SS_AEAD_STATE_SIZE 704
+ * opaque: a library backend's state takes at most SS_AEAD_LIB_STATE_SIZE
+ * bytes of it; where our own code serves the key, its state (the VAES key
+ * schedule, 576 bytes) takes the place of the library's. */
+#define SS_AEAD_LIB_STATE_SIZE 544
+#ifdef SS_OWN_CRYPTO
+#define SS_AEAD_STATE_SIZE 576
+#else
+#define SS_AEAD_STATE_SIZE SS_AEAD_LIB_STATE_SIZE
+#endif
+struct ss_crypto_backend;
 typedef struct ss_aead {
 	ss_aead_alg_t alg;
 	uint8_t key_len;
 	bool keyed;
+	/* Our own code's (own.c): which code serves the key, and the library
+	 * backend beneath. A library's aead_init zeroes them with the rest;
+	 * nothing else of a library's touches them. */
+	uint8_t route;
+	const struct ss_crypto_backend *lib;
 	_Alignas(64) unsigned char state[SS_AEAD_STATE_SIZE];
 } ss_aead_t;
 
@@ -43,41 +59,38 @@ typedef struct ss_aead {
 typedef struct ss_aes_block {
 	uint8_t key_len;
 	bool keyed;
+	/* The library backend beneath our own code's table (own.c). */
+	const struct ss_crypto_backend *lib;
 	_Alignas(16) unsigned char state[SS_AES_STATE_SIZE];
 } ss_aes_block_t;
 
 typedef struct ss_crypto_backend {
 	const char *name;
+	/* The library backend our own code wraps in this table; NULL when this
+	 * is a library backend. */
+	const struct ss_crypto_backend *lib;
+	/* What seals alg with a key_len-byte key on this CPU, one phrase into
+	 * buf: "OpenSSL 3.0.19 EVP", "own VAES/AVX-512 code". Returns buf. */
+	const char *(*aead_impl)(ss_aead_alg_t alg, size_t key_len, char *buf, size_t len);
 	/* Prepares a for alg; 0 or -errno (-ENOMEM, -ENOTSUP). */
 	int (*aead_init)(ss_aead_t *a, ss_aead_alg_t alg);
-	/* Sets the key (key_len must match alg); 0 or -EINVAL. */
+	/* Sets the key (key_len must match alg); 0 or -EINVAL (a is then
+	 * unkeyed and holds nothing of the last key). Our own code's tables
+	 * may set the library up here, for a key that needs it after one that
+	 * did not: -ENOMEM then as from aead_init. */
 	int (*aead_setkey)(ss_aead_t *a, const uint8_t *key, size_t key_len);
 	/* Seals len bytes of in to out: len bytes of ciphertext then the 16-byte
 	 * tag at out + len. in == out is allowed (in place); other overlaps are
-	 * not. No associated data. Returns 0 or -errno. */
+	 * not. No associated data. Returns 0 or -errno (out's len + 16 bytes
+	 * are then zero). */
 	int (*aead_seal)(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
 			 size_t len);
 	/* Opens len bytes (ciphertext followed by tag, len >= 16) of in to out,
 	 * writing len - 16 bytes. in == out allowed. Returns 0, or -EBADMSG when
-	 * authentication fails (out then holds nothing meaningful). */
+	 * authentication fails or len < 16, -EINVAL when a has no key; out's
+	 * len - 16 bytes are then zero. */
 	int (*aead_open)(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
 			 size_t len);
-	/* Whether aead_seal_chunk and aead_open_chunk serve alg on this CPU
-	 * (NULL: never). A stream asks once; where they do not, it seals and
-	 * opens each part of a chunk with aead_seal and aead_open. */
-	bool (*aead_chunk_ok)(ss_aead_alg_t alg);
-	/* A SIP004 chunk in one pass: the 2-byte length at chunk is sealed in
-	 * place with nonce n1 (tag at chunk + 2), the n payload bytes at
-	 * chunk + 18 with nonce n2. 0 or -errno. */
-	int (*aead_seal_chunk)(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2, uint8_t *chunk,
-			       size_t n);
-	/* Its inverse on avail (>= 18) bytes at chunk: opens the length in
-	 * place into *plen, and the payload too when all of it is there. 1:
-	 * both; 0: the length only, whose 18 bytes are then taken (the payload
-	 * opens later with aead_open and n2); -EBADMSG: a tag does not match,
-	 * or the length is 0 or above max. */
-	int (*aead_open_chunk)(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2, uint8_t *chunk,
-			       size_t avail, size_t max, size_t *plen);
 	/* Releases what aead_init took and wipes the key. Safe on a zeroed ss_aead_t. */
 	void (*aead_free)(ss_aead_t *a);
 	/* RFC 5869 HKDF with SHA-1. Returns 0 or -EINVAL. */
@@ -113,9 +126,23 @@ extern const ss_crypto_backend_t ss_crypto_sodium_portable;
 #ifdef SS_HAVE_OPENSSL
 extern const ss_crypto_backend_t ss_crypto_openssl;
 #endif
+#ifdef SS_OWN_CRYPTO
+/* The library backends with our own code where it serves (own.c). */
+extern const ss_crypto_backend_t ss_crypto_sodium_own;
+#ifdef SS_HAVE_OPENSSL
+extern const ss_crypto_backend_t ss_crypto_openssl_own;
+#endif
+#endif
 
-/* The backend chosen at build time (-DSS_CRYPTO=). */
+/* The backend the programs use: the library chosen at build time
+ * (-DSS_CRYPTO=), wrapped in our own code where it was built
+ * (-DSS_OWN_CRYPTO=ON) unless the environment variable SS_OWN_CRYPTO is 0,
+ * off or no (read on every call). */
 const ss_crypto_backend_t *ss_crypto_default(void);
+
+/* One line on our own code for --version: whether it was built, and
+ * whether be runs it (and if not, why). Returns buf. */
+const char *ss_crypto_own_setting(const ss_crypto_backend_t *be, char *buf, size_t len);
 
 /* Initialises the libraries once per process (sodium_init). 0 or -1. */
 int ss_crypto_global_init(void);

@@ -1,9 +1,6 @@
 /* The fast backend: libcrypto EVP for AES-GCM, ChaCha20-Poly1305 and the AES
- * block cipher, except AES-128/256-GCM on CPUs with VAES, which comes from
- * gcm_vaes.c (several times libcrypto 3.0's speed there), and
- * ChaCha20-Poly1305 on short messages (chacha_short.c) and on CPUs with
- * AVX-512 IFMA (chacha_avx512.c). XChaCha20-Poly1305 is not in OpenSSL and
- * comes from libsodium. */
+ * block cipher. XChaCha20-Poly1305 is not in OpenSSL and comes from
+ * libsodium. */
 #ifdef SS_HAVE_OPENSSL
 
 /* SHA-1 low-level calls: the only allocation-free way to hash with
@@ -14,31 +11,41 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <sodium.h>
 
-#include "crypto/chacha_avx512.h"
-#include "crypto/chacha_short.h"
-#include "crypto/gcm_vaes.h"
 #include "crypto/hkdf_sha1.h"
 
 typedef struct {
-	ss_vgcm_t vg; /* keyed (vg.rounds != 0) when AES-GCM runs here */
 	EVP_CIPHER_CTX *ctx;
 	const EVP_CIPHER *cipher; /* what ctx is set up for, NULL if nothing yet */
-	/* The raw key of XChaCha20-Poly1305, and of ChaCha20-Poly1305 for the
-	 * short-message path. */
-	uint8_t key[crypto_aead_xchacha20poly1305_ietf_KEYBYTES];
+	uint8_t key[crypto_aead_xchacha20poly1305_ietf_KEYBYTES]; /* XChaCha20's */
 } ossl_state_t;
 
-_Static_assert(sizeof(ossl_state_t) <= SS_AEAD_STATE_SIZE, "grow SS_AEAD_STATE_SIZE");
+_Static_assert(sizeof(ossl_state_t) <= SS_AEAD_LIB_STATE_SIZE, "grow SS_AEAD_LIB_STATE_SIZE");
 
 static ossl_state_t *st(ss_aead_t *a)
 {
 	return (ossl_state_t *)a->state;
+}
+
+static const char *ossl_aead_impl(ss_aead_alg_t alg, size_t key_len, char *buf, size_t len)
+{
+	(void)key_len;
+	if (alg == SS_AEAD_XCHACHA20_POLY1305)
+		snprintf(buf, len, "libsodium %s", sodium_version_string());
+	else
+#if OPENSSL_VERSION_MAJOR >= 3
+		snprintf(buf, len, "OpenSSL %s EVP", OpenSSL_version(OPENSSL_VERSION_STRING));
+#else
+		snprintf(buf, len, "%s EVP", OpenSSL_version(OPENSSL_VERSION));
+#endif
+	return buf;
 }
 
 static const EVP_CIPHER *cipher_for(ss_aead_alg_t alg, size_t key_len)
@@ -75,146 +82,123 @@ static int ossl_aead_init(ss_aead_t *a, ss_aead_alg_t alg)
 	return s->ctx ? 0 : -ENOMEM;
 }
 
-static int ossl_aead_setkey(ss_aead_t *a, const uint8_t *key, size_t key_len)
-{
-	ossl_state_t *s = st(a);
-	const EVP_CIPHER *cipher;
-
-	a->keyed = false;
-	/* ss_vgcm_setkey wipes the last key first, also when it refuses. */
-	if (a->alg == SS_AEAD_AES_GCM && ss_vgcm_setkey(&s->vg, key, key_len) == 0)
-		goto keyed;
-	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
-		if (key_len != sizeof(s->key))
-			return -EINVAL;
-		memcpy(s->key, key, key_len);
-		goto keyed;
-	}
-	cipher = cipher_for(a->alg, key_len);
-	if (!cipher || !s->ctx)
-		return -EINVAL;
-	if (a->alg == SS_AEAD_CHACHA20_POLY1305)
-		memcpy(s->key, key, key_len);
-	if (cipher == s->cipher) {
-		/* Same algorithm: only the key schedule changes, no allocation. */
-		if (!EVP_CipherInit_ex(s->ctx, NULL, NULL, key, NULL, 1))
-			return -EINVAL;
-	} else {
-		/* First key of this slot (or a new key size): set the cipher up. */
-		EVP_CIPHER_CTX_reset(s->ctx);
-		s->cipher = NULL;
-		if (!EVP_CipherInit_ex(s->ctx, cipher, NULL, key, NULL, 1))
-			return -EINVAL;
-		s->cipher = cipher;
-	}
-keyed:
-	a->key_len = (uint8_t)key_len;
-	a->keyed = true;
-	return 0;
-}
-
-static int ossl_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
-			  size_t len)
-{
-	ossl_state_t *s = st(a);
-	int outl;
-
-	if (!a->keyed || len > INT_MAX - SS_AEAD_TAG_LEN)
-		return -EINVAL;
-	if (s->vg.rounds)
-		return ss_vgcm_seal(&s->vg, nonce, out, in, len);
-	if (a->alg == SS_AEAD_CHACHA20_POLY1305) {
-		if (len <= SS_CHACHA_SHORT_MAX)
-			return ss_chacha_short_seal(s->key, nonce, out, in, len);
-		if (ss_chacha512_available())
-			return ss_chacha512_seal(s->key, nonce, out, in, len);
-	}
-	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
-		crypto_aead_xchacha20poly1305_ietf_encrypt_detached(out, out + len, NULL, in, len,
-								    NULL, 0, NULL, nonce, s->key);
-		return 0;
-	}
-	if (!EVP_CipherInit_ex(s->ctx, NULL, NULL, NULL, nonce, 1))
-		return -EIO;
-	if (len > 0 && !EVP_CipherUpdate(s->ctx, out, &outl, in, (int)len))
-		return -EIO;
-	/* Stream-like AEAD modes write nothing here. */
-	if (!EVP_CipherFinal_ex(s->ctx, out + len, &outl))
-		return -EIO;
-	if (!EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_AEAD_GET_TAG, SS_AEAD_TAG_LEN, out + len))
-		return -EIO;
-	return 0;
-}
-
-static int ossl_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
-			  size_t len)
-{
-	ossl_state_t *s = st(a);
-	size_t n;
-	int outl;
-
-	if (!a->keyed || len > INT_MAX)
-		return -EINVAL;
-	if (len < SS_AEAD_TAG_LEN)
-		return -EBADMSG;
-	if (s->vg.rounds)
-		return ss_vgcm_open(&s->vg, nonce, out, in, len);
-	n = len - SS_AEAD_TAG_LEN;
-	if (a->alg == SS_AEAD_CHACHA20_POLY1305) {
-		if (n <= SS_CHACHA_SHORT_MAX)
-			return ss_chacha_short_open(s->key, nonce, out, in, len);
-		if (ss_chacha512_available())
-			return ss_chacha512_open(s->key, nonce, out, in, len);
-	}
-	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
-		if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(out, NULL, in, n, in + n,
-									NULL, 0, nonce, s->key))
-			return -EBADMSG;
-		return 0;
-	}
-	if (!EVP_CipherInit_ex(s->ctx, NULL, NULL, NULL, nonce, 0))
-		return -EIO;
-	/* Set before the update: in place, the tag sits right after the
-	 * ciphertext and is never overwritten, but out may differ from in. */
-	if (!EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_AEAD_SET_TAG, SS_AEAD_TAG_LEN, (void *)(in + n)))
-		return -EIO;
-	if (n > 0 && !EVP_CipherUpdate(s->ctx, out, &outl, in, (int)n))
-		return -EIO;
-	if (EVP_CipherFinal_ex(s->ctx, out + n, &outl) <= 0)
-		return -EBADMSG;
-	return 0;
-}
-
-static int ossl_aead_seal_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2, uint8_t *chunk,
-				size_t n)
-{
-	if (!a->keyed || a->alg != SS_AEAD_CHACHA20_POLY1305)
-		return -EINVAL;
-	return ss_chacha512_seal_chunk(st(a)->key, n1, n2, chunk, n);
-}
-
-static int ossl_aead_open_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2, uint8_t *chunk,
-				size_t avail, size_t max, size_t *plen)
-{
-	if (!a->keyed || a->alg != SS_AEAD_CHACHA20_POLY1305)
-		return -EINVAL;
-	return ss_chacha512_open_chunk(st(a)->key, n1, n2, chunk, avail, max, plen);
-}
-
 static void ossl_aead_wipe(ss_aead_t *a)
 {
 	ossl_state_t *s = st(a);
 	static const uint8_t zero[SS_AEAD_MAX_KEY_LEN];
 
 	sodium_memzero(s->key, sizeof(s->key));
-	if (s->vg.rounds)
-		ss_vgcm_wipe(&s->vg);
 	/* Overwrite the key schedule inside the context with an all-zero key,
 	 * keeping the context for the next connection. */
-	if (s->ctx && s->cipher && a->keyed)
+	if (s->ctx && s->cipher)
 		(void)EVP_CipherInit_ex(s->ctx, NULL, NULL, zero, NULL, 1);
 	a->keyed = false;
 	a->key_len = 0;
+}
+
+static int ossl_aead_setkey(ss_aead_t *a, const uint8_t *key, size_t key_len)
+{
+	ossl_state_t *s = st(a);
+	const EVP_CIPHER *cipher;
+
+	a->keyed = false;
+	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
+		if (key_len != sizeof(s->key))
+			goto bad;
+		memcpy(s->key, key, key_len);
+		goto keyed;
+	}
+	cipher = cipher_for(a->alg, key_len);
+	if (!cipher || !s->ctx)
+		goto bad;
+	if (cipher == s->cipher) {
+		/* Same algorithm: only the key schedule changes, no allocation. */
+		if (!EVP_CipherInit_ex(s->ctx, NULL, NULL, key, NULL, 1))
+			goto bad;
+	} else {
+		/* First key of this slot (or a new key size): set the cipher up. */
+		EVP_CIPHER_CTX_reset(s->ctx);
+		s->cipher = NULL;
+		if (!EVP_CipherInit_ex(s->ctx, cipher, NULL, key, NULL, 1))
+			goto bad;
+		s->cipher = cipher;
+	}
+keyed:
+	a->key_len = (uint8_t)key_len;
+	a->keyed = true;
+	return 0;
+bad:
+	ossl_aead_wipe(a);
+	return -EINVAL;
+}
+
+static int ossl_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
+			  size_t len)
+{
+	ossl_state_t *s = st(a);
+	int outl, rc = -EINVAL;
+
+	if (!a->keyed || len > INT_MAX - SS_AEAD_TAG_LEN)
+		goto fail;
+	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
+		crypto_aead_xchacha20poly1305_ietf_encrypt_detached(out, out + len, NULL, in, len,
+								    NULL, 0, NULL, nonce, s->key);
+		return 0;
+	}
+	rc = -EIO;
+	if (!EVP_CipherInit_ex(s->ctx, NULL, NULL, NULL, nonce, 1))
+		goto fail;
+	if (len > 0 && !EVP_CipherUpdate(s->ctx, out, &outl, in, (int)len))
+		goto fail;
+	/* Stream-like AEAD modes write nothing here. */
+	if (!EVP_CipherFinal_ex(s->ctx, out + len, &outl))
+		goto fail;
+	if (!EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_AEAD_GET_TAG, SS_AEAD_TAG_LEN, out + len))
+		goto fail;
+	return 0;
+fail:
+	sodium_memzero(out, len + SS_AEAD_TAG_LEN);
+	return rc;
+}
+
+static int ossl_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
+			  size_t len)
+{
+	ossl_state_t *s = st(a);
+	size_t n = len < SS_AEAD_TAG_LEN ? 0 : len - SS_AEAD_TAG_LEN;
+	int outl, rc = -EBADMSG;
+
+	if (!a->keyed || len > INT_MAX) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (len < SS_AEAD_TAG_LEN)
+		goto fail;
+	if (a->alg == SS_AEAD_XCHACHA20_POLY1305) {
+		if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(out, NULL, in, n, in + n,
+									NULL, 0, nonce, s->key))
+			goto fail;
+		return 0;
+	}
+	rc = -EIO;
+	if (!EVP_CipherInit_ex(s->ctx, NULL, NULL, NULL, nonce, 0))
+		goto fail;
+	/* Set before the update: in place, the tag sits right after the
+	 * ciphertext and is never overwritten, but out may differ from in. */
+	if (!EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_AEAD_SET_TAG, SS_AEAD_TAG_LEN, (void *)(in + n)))
+		goto fail;
+	if (n > 0 && !EVP_CipherUpdate(s->ctx, out, &outl, in, (int)n))
+		goto fail;
+	/* A tag that does not match fails here, after the update has written
+	 * the unauthenticated plaintext to out. */
+	if (EVP_CipherFinal_ex(s->ctx, out + n, &outl) <= 0) {
+		rc = -EBADMSG;
+		goto fail;
+	}
+	return 0;
+fail:
+	sodium_memzero(out, n);
+	return rc;
 }
 
 static void ossl_aead_free(ss_aead_t *a)
@@ -222,7 +206,6 @@ static void ossl_aead_free(ss_aead_t *a)
 	ossl_state_t *s = st(a);
 
 	sodium_memzero(s->key, sizeof(s->key));
-	ss_vgcm_wipe(&s->vg);
 	/* EVP_CIPHER_CTX_free clears the key schedule before freeing. */
 	EVP_CIPHER_CTX_free(s->ctx);
 	s->ctx = NULL;
@@ -389,13 +372,11 @@ static void ossl_aes_wipe(ss_aes_block_t *b)
 
 const ss_crypto_backend_t ss_crypto_openssl = {
     .name = "openssl",
+    .aead_impl = ossl_aead_impl,
     .aead_init = ossl_aead_init,
     .aead_setkey = ossl_aead_setkey,
     .aead_seal = ossl_aead_seal,
     .aead_open = ossl_aead_open,
-    .aead_chunk_ok = ss_chacha512_chunk_ok,
-    .aead_seal_chunk = ossl_aead_seal_chunk,
-    .aead_open_chunk = ossl_aead_open_chunk,
     .aead_free = ossl_aead_free,
     .hkdf_sha1 = ossl_hkdf_sha1,
     .aead_wipe = ossl_aead_wipe,

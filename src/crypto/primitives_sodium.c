@@ -1,27 +1,22 @@
-/* The reference backend: libsodium for ChaCha20-Poly1305 (chacha_avx512.c
- * on CPUs with AVX-512 IFMA, chacha_short.c for short messages) and
- * XChaCha20-Poly1305; AES-GCM from gcm_vaes.c on CPUs with VAES, else
- * libsodium's AES-256-GCM on CPUs with AES-NI; mbedtls for every other
- * AES-GCM and for the AES block cipher. The portable variant takes AES-GCM
- * from mbedtls only and ChaCha20-Poly1305 past the short path from
- * libsodium only. */
+/* The reference backend: libsodium for ChaCha20-Poly1305, XChaCha20-Poly1305
+ * and, on CPUs with AES-NI, AES-256-GCM; mbedtls for every other AES-GCM and
+ * for the AES block cipher. The portable variant takes AES-GCM from mbedtls
+ * only. */
 #include "crypto/primitives.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <mbedtls/aes.h>
 #include <mbedtls/gcm.h>
+#include <mbedtls/version.h>
 #include <sodium.h>
 
-#include "crypto/chacha_avx512.h"
-#include "crypto/chacha_short.h"
-#include "crypto/gcm_vaes.h"
 #include "crypto/hkdf_sha1.h"
 
 typedef enum {
 	IMPL_NONE = 0, /* a zeroed ss_aead_t, or no key yet */
-	IMPL_VAES,
 	IMPL_SODIUM_AES,
 	IMPL_MBEDTLS_GCM,
 	IMPL_CHACHA,
@@ -30,7 +25,6 @@ typedef enum {
 
 typedef struct {
 	union {
-		ss_vgcm_t vg;
 		crypto_aead_aes256gcm_state aes;
 		mbedtls_gcm_context gcm;
 		uint8_t key[crypto_aead_chacha20poly1305_ietf_KEYBYTES];
@@ -39,7 +33,7 @@ typedef struct {
 	bool portable; /* never use libsodium's AES-GCM */
 } sodium_state_t;
 
-_Static_assert(sizeof(sodium_state_t) <= SS_AEAD_STATE_SIZE, "grow SS_AEAD_STATE_SIZE");
+_Static_assert(sizeof(sodium_state_t) <= SS_AEAD_LIB_STATE_SIZE, "grow SS_AEAD_LIB_STATE_SIZE");
 _Static_assert(_Alignof(sodium_state_t) <= 64, "ss_aead_t.state is 64-aligned");
 _Static_assert(crypto_aead_chacha20poly1305_ietf_NPUBBYTES == 12, "IETF nonce");
 _Static_assert(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES == 24, "XChaCha nonce");
@@ -48,6 +42,32 @@ _Static_assert(crypto_aead_aes256gcm_NPUBBYTES == 12, "GCM nonce");
 static sodium_state_t *st(ss_aead_t *a)
 {
 	return (sodium_state_t *)a->state;
+}
+
+/* Whether AES-GCM with a key_len-byte key runs on libsodium's AES-NI code. */
+static bool sodium_aes_ok(size_t key_len, bool portable)
+{
+	return key_len == 32 && !portable && crypto_aead_aes256gcm_is_available();
+}
+
+static const char *impl_name(ss_aead_alg_t alg, size_t key_len, bool portable, char *buf,
+			     size_t len)
+{
+	if (alg == SS_AEAD_AES_GCM && !sodium_aes_ok(key_len, portable))
+		snprintf(buf, len, "Mbed TLS %s", MBEDTLS_VERSION_STRING);
+	else
+		snprintf(buf, len, "libsodium %s", sodium_version_string());
+	return buf;
+}
+
+static const char *sodium_aead_impl(ss_aead_alg_t alg, size_t key_len, char *buf, size_t len)
+{
+	return impl_name(alg, key_len, false, buf, len);
+}
+
+static const char *portable_aead_impl(ss_aead_alg_t alg, size_t key_len, char *buf, size_t len)
+{
+	return impl_name(alg, key_len, true, buf, len);
 }
 
 /* Forgets the key; frees what mbedtls allocated in its last setkey. */
@@ -89,15 +109,7 @@ static int sodium_aead_setkey(ss_aead_t *a, const uint8_t *key, size_t key_len)
 	case SS_AEAD_AES_GCM:
 		if (key_len != 16 && key_len != 24 && key_len != 32)
 			goto bad;
-		if (!s->portable && ss_vgcm_available() && key_len != 24) {
-			if (s->impl != IMPL_VAES)
-				state_clear(s);
-			if (ss_vgcm_setkey(&s->u.vg, key, key_len) != 0)
-				goto bad;
-			s->impl = IMPL_VAES;
-			break;
-		}
-		if (key_len == 32 && !s->portable && crypto_aead_aes256gcm_is_available()) {
+		if (sodium_aes_ok(key_len, s->portable)) {
 			if (s->impl != IMPL_SODIUM_AES)
 				state_clear(s);
 			crypto_aead_aes256gcm_beforenm(&s->u.aes, key);
@@ -140,8 +152,6 @@ static int sodium_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 	uint8_t *tag = out + len;
 
 	switch (s->impl) {
-	case IMPL_VAES:
-		return ss_vgcm_seal(&s->u.vg, nonce, out, in, len);
 	case IMPL_SODIUM_AES:
 		crypto_aead_aes256gcm_encrypt_detached_afternm(out, tag, NULL, in, len, NULL, 0,
 							       NULL, nonce, &s->u.aes);
@@ -149,13 +159,9 @@ static int sodium_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 	case IMPL_MBEDTLS_GCM:
 		if (mbedtls_gcm_crypt_and_tag(&s->u.gcm, MBEDTLS_GCM_ENCRYPT, len, nonce, 12, NULL,
 					      0, in, out, SS_AEAD_TAG_LEN, tag) != 0)
-			return -EIO;
+			break;
 		return 0;
 	case IMPL_CHACHA:
-		if (len <= SS_CHACHA_SHORT_MAX)
-			return ss_chacha_short_seal(s->u.key, nonce, out, in, len);
-		if (!s->portable && ss_chacha512_available())
-			return ss_chacha512_seal(s->u.key, nonce, out, in, len);
 		crypto_aead_chacha20poly1305_ietf_encrypt_detached(out, tag, NULL, in, len, NULL, 0,
 								   NULL, nonce, s->u.key);
 		return 0;
@@ -164,25 +170,23 @@ static int sodium_aead_seal(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 								    0, NULL, nonce, s->u.key);
 		return 0;
 	default:
-		return -EINVAL;
+		break;
 	}
+	sodium_memzero(out, len + SS_AEAD_TAG_LEN);
+	return s->impl == IMPL_NONE ? -EINVAL : -EIO;
 }
 
 static int sodium_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, const uint8_t *in,
 			    size_t len)
 {
 	sodium_state_t *s = st(a);
-	const uint8_t *tag;
-	size_t n;
-	int rc;
+	size_t n = len < SS_AEAD_TAG_LEN ? 0 : len - SS_AEAD_TAG_LEN;
+	const uint8_t *tag = in + n;
+	int rc = -1;
 
-	if (len < SS_AEAD_TAG_LEN)
+	if (s->impl != IMPL_NONE && len < SS_AEAD_TAG_LEN)
 		return -EBADMSG;
-	n = len - SS_AEAD_TAG_LEN;
-	tag = in + n;
 	switch (s->impl) {
-	case IMPL_VAES:
-		return ss_vgcm_open(&s->u.vg, nonce, out, in, len);
 	case IMPL_SODIUM_AES:
 		rc = crypto_aead_aes256gcm_decrypt_detached_afternm(out, NULL, in, n, tag, NULL, 0,
 								    nonce, &s->u.aes);
@@ -192,10 +196,6 @@ static int sodium_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 					      SS_AEAD_TAG_LEN, in, out);
 		break;
 	case IMPL_CHACHA:
-		if (n <= SS_CHACHA_SHORT_MAX)
-			return ss_chacha_short_open(s->u.key, nonce, out, in, len);
-		if (!s->portable && ss_chacha512_available())
-			return ss_chacha512_open(s->u.key, nonce, out, in, len);
 		rc = crypto_aead_chacha20poly1305_ietf_decrypt_detached(out, NULL, in, n, tag, NULL,
 									0, nonce, s->u.key);
 		break;
@@ -204,9 +204,13 @@ static int sodium_aead_open(ss_aead_t *a, const uint8_t *nonce, uint8_t *out, co
 									 NULL, 0, nonce, s->u.key);
 		break;
 	default:
-		return -EINVAL;
+		break;
 	}
-	return rc == 0 ? 0 : -EBADMSG;
+	if (rc == 0)
+		return 0;
+	/* The libraries may have zeroed out already: not relied on. */
+	sodium_memzero(out, n);
+	return s->impl == IMPL_NONE ? -EINVAL : -EBADMSG;
 }
 
 static void sodium_aead_wipe(ss_aead_t *a)
@@ -306,35 +310,13 @@ static void mbed_aes_free(ss_aes_block_t *b)
 	b->key_len = 0;
 }
 
-static int sodium_aead_seal_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2,
-				  uint8_t *chunk, size_t n)
-{
-	sodium_state_t *s = st(a);
-
-	if (s->impl != IMPL_CHACHA)
-		return -EINVAL;
-	return ss_chacha512_seal_chunk(s->u.key, n1, n2, chunk, n);
-}
-
-static int sodium_aead_open_chunk(ss_aead_t *a, const uint8_t *n1, const uint8_t *n2,
-				  uint8_t *chunk, size_t avail, size_t max, size_t *plen)
-{
-	sodium_state_t *s = st(a);
-
-	if (s->impl != IMPL_CHACHA)
-		return -EINVAL;
-	return ss_chacha512_open_chunk(s->u.key, n1, n2, chunk, avail, max, plen);
-}
-
 const ss_crypto_backend_t ss_crypto_sodium = {
     .name = "sodium",
+    .aead_impl = sodium_aead_impl,
     .aead_init = sodium_aead_init,
     .aead_setkey = sodium_aead_setkey,
     .aead_seal = sodium_aead_seal,
     .aead_open = sodium_aead_open,
-    .aead_chunk_ok = ss_chacha512_chunk_ok,
-    .aead_seal_chunk = sodium_aead_seal_chunk,
-    .aead_open_chunk = sodium_aead_open_chunk,
     .aead_free = sodium_aead_free,
     .hkdf_sha1 = sodium_hkdf_sha1,
     .aead_wipe = sodium_aead_wipe,
@@ -348,6 +330,7 @@ const ss_crypto_backend_t ss_crypto_sodium = {
 
 const ss_crypto_backend_t ss_crypto_sodium_portable = {
     .name = "sodium-portable",
+    .aead_impl = portable_aead_impl,
     .aead_init = portable_aead_init,
     .aead_setkey = sodium_aead_setkey,
     .aead_seal = sodium_aead_seal,

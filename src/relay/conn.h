@@ -26,9 +26,7 @@
 /* The room for a sealed chunk's payload: the protocol's maximum rounded
  * down to a multiple of 128 bytes (16256 and 65408), on which OpenSSL's
  * ChaCha20-Poly1305 runs about a third faster than on 0x3FFF or 0xFFFF;
- * AES-GCM runs the same. A SIP004 encoder may fill less of it
- * (ss_aead_fill_payload), its chunks then closer together, as the sealed
- * chunks go out back to back. Decoders take any size up to the maximum. */
+ * AES-GCM runs the same. Decoders take any size up to the maximum. */
 #define SS_ENC_PAYLOAD SS_AEAD_FILL_PAYLOAD
 #define SS_2022_PAYLOAD (SS_2022_MAX_PAYLOAD & ~127)
 #define SS_CHUNK_STRIDE (SS_ENC_PAYLOAD + SS_AEAD_CHUNK_OVERHEAD)

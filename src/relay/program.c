@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "crypto/method.h"
 #include "crypto/primitives.h"
 #include "shadowsocks.h"
 #include "util/tarena.h"
@@ -49,7 +50,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	struct ev_loop *loop;
 	ss_instance_t *inst = NULL;
 	ev_signal sigint, sigterm;
-	char err[1024];
+	char err[1024], what[256];
 	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -59,6 +60,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	}
 	switch (ss_config_parse(&cfg, prog, argc, argv, stdout, err, sizeof(err))) {
 	case SS_CONFIG_HELP:
+	case SS_CONFIG_VERSION:
 		return 0;
 	case SS_CONFIG_ERROR:
 		fprintf(stderr, "%s: %s\n", name, err);
@@ -100,8 +102,8 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		ss_config_clear(&cfg);
 		return 1;
 	}
-	ss_notice("%s %s started, method %s, %s backend", name, SS_VERSION, cfg.method->name,
-		  ss_crypto_default()->name);
+	ss_notice("%s %s started, method %s (%s)", name, SS_VERSION, cfg.method->name,
+		  ss_crypto_describe(ss_crypto_default(), cfg.method, what, sizeof(what)));
 
 	ev_signal_init(&sigint, program_signal_cb, SIGINT);
 	ev_signal_init(&sigterm, program_signal_cb, SIGTERM);

@@ -34,7 +34,7 @@ static int pump_seal(ss_conn_t *c, ss_dir_t *dir, size_t total)
 {
 	uint8_t *base = dir->buf + SS_ENC_OFF, *start = base, *end = base;
 	ss_aead_stream_t *s = dir->v1;
-	size_t fill = ss_aead_fill_payload(s), k = 0;
+	size_t k = 0;
 
 	if (!dir->started) {
 		start = base - s->method->salt_len;
@@ -43,8 +43,8 @@ static int pump_seal(ss_conn_t *c, ss_dir_t *dir, size_t total)
 		dir->started = true;
 	}
 	while (total) {
-		size_t m = total < fill ? total : fill;
-		uint8_t *chunk = base + k++ * (fill + SS_AEAD_CHUNK_OVERHEAD);
+		size_t m = total < SS_ENC_PAYLOAD ? total : SS_ENC_PAYLOAD;
+		uint8_t *chunk = base + k++ * SS_CHUNK_STRIDE;
 		if (ss_aead_enc_chunk(s, chunk, m) < 0)
 			return SS_ERR;
 		end = chunk + m + SS_AEAD_CHUNK_OVERHEAD;
@@ -267,8 +267,8 @@ static int pump_fill(ss_conn_t *c, int d)
 			bool v2 = c->inst->sip022;
 			uint8_t *base =
 			    v2 ? buf + SS_2022_OFF : buf + SS_ENC_OFF + SS_AEAD_CHUNK_HDR;
-			size_t payload = v2 ? SS_2022_PAYLOAD : ss_aead_fill_payload(dir->v1);
-			size_t stride = v2 ? SS_2022_STRIDE : payload + SS_AEAD_CHUNK_OVERHEAD;
+			size_t payload = v2 ? SS_2022_PAYLOAD : SS_ENC_PAYLOAD;
+			size_t stride = v2 ? SS_2022_STRIDE : SS_CHUNK_STRIDE;
 			int slots = v2 ? SS_2022_CHUNKS : SS_ENC_CHUNKS;
 			struct iovec iov[SS_ENC_CHUNKS];
 			for (int k = 0; k < slots; k++)

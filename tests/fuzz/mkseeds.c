@@ -375,7 +375,6 @@ int main(int argc, char **argv)
 	choices("fuzz_aead2022_sealed", 256, 13);
 	choices("fuzz_aead2022_udp_sealed", 256, 13);
 	choices("fuzz_gcm_vaes", 8, 1);
-	choices("fuzz_chacha_short", 8, 1);
 	choices("fuzz_hkdf_sha1", 8, 1);
 	return 0;
 }

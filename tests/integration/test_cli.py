@@ -403,3 +403,101 @@ def test_daemon_with_pid_file_and_user(ss, echo, tmp_path):
     while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not os.path.exists("/proc/%d" % pid), "the daemon did not stop on SIGTERM"
+
+
+# --- what encrypts each method -----------------------------------------------
+
+# Every flag our VAES AES-GCM needs, as /proc/cpuinfo names them.
+VAES_FLAGS = {"aes", "pclmulqdq", "avx512f", "avx512bw", "avx512vl", "vaes", "vpclmulqdq"}
+
+
+def cpu_has_vaes():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return VAES_FLAGS <= set(line.split(":", 1)[1].split())
+    return False
+
+
+def run_version(ss, prog, env=None):
+    """prog --version: (its stdout, {method: what encrypts it})."""
+    p = ss.procs.start(ss.exe(prog), ["--version"], env=env)
+    p.expect_exit = True
+    rc = p.wait_exit(T(5))
+    assert rc == 0, "%s --version: exit %s\n%s" % (prog, rc, p.describe())
+    out = p.stdout()
+    methods = dict(line.split(None, 1) for line in out.splitlines() if line.startswith("  "))
+    return out, methods
+
+
+def started_line(p):
+    """The start-up line in p's log, once it is there."""
+    deadline = time.monotonic() + T(5)
+    while time.monotonic() < deadline:
+        for line in p.stderr().splitlines():
+            if " started, method " in line:
+                return line
+        time.sleep(0.02)
+    raise AssertionError("no start-up line:\n" + p.describe())
+
+
+AES_OURS = ("aes-128-gcm", "aes-256-gcm", "2022-blake3-aes-128-gcm", "2022-blake3-aes-256-gcm")
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_version_names_what_encrypts(ss, prog):
+    """--version gives the version, whether our own code was built and runs,
+    and what encrypts every method on this CPU: our VAES code for AES-128/256
+    exactly where the CPU has it (and the build has the code), a library for
+    everything else."""
+    out, methods = run_version(ss, prog)
+    assert out.startswith(prog + " (shadowsocks-c) "), out
+    missing = [m for m in sslib.AEAD_METHODS + sslib.SIP022_METHODS + ("none",)
+               if m not in methods]
+    assert not missing, "--version lacks %s:\n%s" % (missing, out)
+    if "own code not built" in out:
+        ours = False
+    else:
+        assert "own code built in (SS_OWN_CRYPTO=ON) and in use" in out, out
+        ours = cpu_has_vaes()
+    for m, what in methods.items():
+        if m in AES_OURS:
+            assert ("own VAES/AVX-512 code" in what) == ours, "%s: %s" % (m, what)
+        else:
+            assert "own" not in what, "%s: %s" % (m, what)
+        if m not in AES_OURS or not ours:
+            assert m in ("none", "plain") or re.search(r"OpenSSL|libsodium|Mbed TLS", what), \
+                "%s names no library: %s" % (m, what)
+    assert methods["none"].strip() == "no encryption"
+
+
+@pytest.mark.parametrize("value", ("0", "off", "no"))
+def test_version_with_own_code_turned_off(ss, value):
+    """SS_OWN_CRYPTO=0 (off, no): every method from a library, and --version
+    says why."""
+    out, methods = run_version(ss, "ss-server", env={"SS_OWN_CRYPTO": value})
+    assert ("turned off by SS_OWN_CRYPTO=%s in the environment" % value in out
+            or "own code not built" in out), out
+    ours = [m for m, what in methods.items() if "own" in what]
+    assert not ours, "own code still named with SS_OWN_CRYPTO=%s: %s" % (value, ours)
+
+
+@pytest.mark.parametrize("method", ("aes-256-gcm", "chacha20-ietf-poly1305"))
+def test_startup_line_and_library_peer(ss, echo, method):
+    """The start-up line names what encrypts the method, as --version does;
+    a server on the library alone (SS_OWN_CRYPTO=0) and a tunnel with our
+    own code carry traffic both ways."""
+    _, with_own = run_version(ss, "ss-tunnel")
+    _, lib_only = run_version(ss, "ss-server", env={"SS_OWN_CRYPTO": "0"})
+    server = ss.server(method=method, env={"SS_OWN_CRYPTO": "0"})
+    tunnel = ss.tunnel(server, echo.addr)
+    line = started_line(server.program)
+    assert "started, method %s (%s)" % (method, lib_only[method].strip()) in line, line
+    assert "own" not in line and re.search(r"OpenSSL|libsodium|Mbed TLS", line), line
+    line = started_line(tunnel.program)
+    assert "started, method %s (%s)" % (method, with_own[method].strip()) in line, line
+    s = sslib.connect(*tunnel.addr)
+    try:
+        sslib.small_exchange(s, 200000)
+    finally:
+        s.close()

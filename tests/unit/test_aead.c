@@ -13,7 +13,6 @@
 #include "testutil.h"
 
 #include "crypto/aead.h"
-#include "crypto/chacha_avx512.h"
 #include "crypto/method.h"
 #include "crypto/primitives.h"
 #include "util/result.h"
@@ -195,8 +194,7 @@ static void test_stream_large(void **state)
 		const ss_method_t *m = method(method_names[mi]);
 
 		for (size_t b = 0; b < SS_ARRAY_LEN(backends); b++) {
-			/* Decoded by the next backend: each pair of the
-			 * one-pass and the two-call paths meets. */
+			/* Decoded by the next backend. */
 			const ss_crypto_backend_t *dbe = backends[(b + 1) % SS_ARRAY_LEN(backends)];
 			size_t plain_len, wire_len, head;
 			reader_t r;
@@ -696,46 +694,24 @@ static void test_packet_keys_and_sizes(void **state)
 	free(buf);
 }
 
-/* Which streams take whole chunks in one pass, and the payload their
- * encoders fill: ChaCha20-Poly1305 on the backends that offer it where the
- * CPU has AVX-512 IFMA; everything else the two-call path and 16256. */
-static void test_one_pass_choice(void **state)
+/* Encoders fill chunks with a multiple of 128 bytes, as large as SIP004
+ * allows. */
+static void test_fill_payload(void **state)
 {
 	(void)state;
-
-	for (size_t mi = 0; mi < SS_ARRAY_LEN(method_names); mi++) {
-		const ss_method_t *m = method(method_names[mi]);
-
-		for (size_t b = 0; b < SS_ARRAY_LEN(backends); b++) {
-			const ss_crypto_backend_t *be = backends[b];
-			bool want = m->alg == SS_AEAD_CHACHA20_POLY1305 &&
-				    be != &ss_crypto_sodium_portable && ss_chacha512_available();
-			ss_aead_stream_t s;
-
-			assert_int_equal(ss_aead_stream_init(&s, m, be), 0);
-			if (s.one_pass != want)
-				fail_msg("%s on %s: one pass %d, expected %d", m->name, be->name,
-					 s.one_pass, want);
-			assert_int_equal(ss_aead_fill_payload(&s),
-					 want ? SS_AEAD_FILL_ONE_PASS : SS_AEAD_FILL_PAYLOAD);
-			ss_aead_stream_free(&s);
-		}
-	}
-	/* 253 ChaCha20 blocks, plus the payload's key block and the length's
-	 * two: sixteen batches of sixteen. */
-	assert_int_equal(SS_AEAD_FILL_ONE_PASS % 64, 0);
-	assert_int_equal(SS_AEAD_FILL_ONE_PASS / 64 + 3, 256);
 	assert_int_equal(SS_AEAD_FILL_PAYLOAD % 128, 0);
+	assert_true(SS_AEAD_FILL_PAYLOAD <= SS_AEAD_MAX_PAYLOAD);
+	assert_true(SS_AEAD_FILL_PAYLOAD + 128 > SS_AEAD_MAX_PAYLOAD);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_stream_splits),   cmocka_unit_test(test_stream_large),
-	    cmocka_unit_test(test_known_answer),    cmocka_unit_test(test_stream_errors),
-	    cmocka_unit_test(test_enc_copy),        cmocka_unit_test(test_reset),
-	    cmocka_unit_test(test_packet),          cmocka_unit_test(test_packet_keys_and_sizes),
-	    cmocka_unit_test(test_one_pass_choice),
+	    cmocka_unit_test(test_stream_splits), cmocka_unit_test(test_stream_large),
+	    cmocka_unit_test(test_known_answer),  cmocka_unit_test(test_stream_errors),
+	    cmocka_unit_test(test_enc_copy),      cmocka_unit_test(test_reset),
+	    cmocka_unit_test(test_packet),        cmocka_unit_test(test_packet_keys_and_sizes),
+	    cmocka_unit_test(test_fill_payload),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

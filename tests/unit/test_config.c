@@ -353,6 +353,7 @@ static void test_help(void **state)
 	    "-d <",
 	    "-v",
 	    "-h, --help",
+	    "--version",
 	    "--fast-open",
 	    "--reuse-port",
 	    "--no-delay",
@@ -389,6 +390,44 @@ static void test_help(void **state)
 	}
 	/* out may be NULL: nothing is written. */
 	assert_int_equal(run(SS_PROG_LOCAL, "-h", NULL), SS_CONFIG_HELP);
+}
+
+/* --version: the program and version, our own code's setting, and a line
+ * per method naming what encrypts it, as ss_crypto_describe does. */
+static void test_version(void **state)
+{
+	(void)state;
+	const ss_prog_t progs[] = {SS_PROG_LOCAL, SS_PROG_SERVER, SS_PROG_TUNNEL};
+	const char *const prog_names[] = {"ss-local", "ss-server", "ss-tunnel"};
+
+	for (size_t p = 0; p < 3; p++) {
+		char *text = NULL, want[512], what[256];
+		size_t len = 0;
+		FILE *out = open_memstream(&text, &len);
+		char *argv[] = {"prog", "--version", "-m", "no-such-method", NULL};
+
+		assert_non_null(out);
+		assert_int_equal(ss_config_parse(&cfg, progs[p], 4, argv, out, err, sizeof(err)),
+				 SS_CONFIG_VERSION);
+		fclose(out);
+		snprintf(want, sizeof(want), "%s (shadowsocks-c) %s\n", prog_names[p],
+			 SS_VERSION);
+		assert_true(strncmp(text, want, strlen(want)) == 0);
+		snprintf(want, sizeof(want), "crypto: %s\n",
+			 ss_crypto_own_setting(ss_crypto_default(), what, sizeof(what)));
+		assert_non_null(strstr(text, want));
+		for (const char *const *m = ss_method_names(); *m != NULL; m++) {
+			const ss_method_t *meth;
+
+			assert_int_equal(ss_method_lookup(*m, &meth, NULL, 0), 0);
+			snprintf(want, sizeof(want), "  %-30s %s\n", *m,
+				 ss_crypto_describe(ss_crypto_default(), meth, what, sizeof(what)));
+			if (strstr(text, want) == NULL)
+				fail_msg("--version lacks <%s>:\n%s", want, text);
+		}
+		free(text);
+	}
+	assert_int_equal(run(SS_PROG_SERVER, "--version", NULL), SS_CONFIG_VERSION);
 }
 
 static void test_tunnel(void **state)
@@ -1089,6 +1128,7 @@ int main(void)
 	    cmocka_unit_test(test_2022_psk),
 	    cmocka_unit_test(test_2022_psk_list),
 	    cmocka_unit_test(test_help),
+	    cmocka_unit_test(test_version),
 	    cmocka_unit_test(test_tunnel),
 	    cmocka_unit_test(test_server),
 	    cmocka_unit_test(test_local_defaults),

@@ -1,4 +1,4 @@
-/* Known-answer and differential tests for both crypto backends. */
+/* Known-answer and differential tests for every crypto backend table. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,18 +134,35 @@ static void check_kat(const ss_crypto_backend_t *be, const aead_kat_t *k)
 	if (pt_len > 0)
 		assert_memory_equal(buf, pt, pt_len);
 
-	/* Every flipped bit of ciphertext and tag fails authentication. */
+	/* Every flipped bit of ciphertext and tag fails authentication, and
+	 * no unauthenticated text is left behind, in place or out of it
+	 * (libcrypto's EVP writes the text before it checks the tag). */
 	for (size_t bit = 0; bit < ct_len * 8; bit++) {
 		memcpy(buf, want, ct_len);
 		buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		memset(out, 0x55, sizeof(out));
+		assert_int_equal(be->aead_open(&a, nonce, out, buf, ct_len), -EBADMSG);
+		if (!all_zero(out, pt_len))
+			fail_msg("%s, %s, bit %zu: text left in out", be->name, k->name, bit);
 		assert_int_equal(be->aead_open(&a, nonce, buf, buf, ct_len), -EBADMSG);
+		if (!all_zero(buf, pt_len))
+			fail_msg("%s, %s, bit %zu: text left in place", be->name, k->name, bit);
 	}
 	/* A wrong nonce too. */
 	nonce[0] ^= 1;
 	memcpy(buf, want, ct_len);
 	assert_int_equal(be->aead_open(&a, nonce, buf, buf, ct_len), -EBADMSG);
+	assert_true(all_zero(buf, pt_len));
 	/* Shorter than a tag. */
 	assert_int_equal(be->aead_open(&a, nonce, buf, want, SS_AEAD_TAG_LEN - 1), -EBADMSG);
+	/* Nothing comes out of a wiped state either. */
+	be->aead_wipe(&a);
+	memset(out, 0x55, sizeof(out));
+	assert_int_not_equal(be->aead_seal(&a, nonce, out, pt, pt_len), 0);
+	assert_true(all_zero(out, ct_len));
+	memset(out, 0x55, sizeof(out));
+	assert_int_not_equal(be->aead_open(&a, nonce, out, want, ct_len), 0);
+	assert_true(all_zero(out, pt_len));
 
 	be->aead_free(&a);
 }
@@ -513,12 +530,58 @@ static void test_helpers(void **state)
 	ss_wipe(a, sizeof(a));
 	memset(b, 0, sizeof(b));
 	assert_memory_equal(a, b, sizeof(a));
+}
 
+/* The programs' backend: the build's library, with our own code over it
+ * where built, unless SS_OWN_CRYPTO says 0, off or no. */
+static void test_default_backend(void **state)
+{
+	static const char *const off[] = {"0", "off", "OFF", "no", "No"};
+	static const char *const on[] = {"1", "on", "yes", "", "false"};
+	const char *env = getenv("SS_OWN_CRYPTO");
+	char *saved = env ? strdup(env) : NULL, line[256];
 #ifdef SS_CRYPTO_DEFAULT_OPENSSL
-	assert_ptr_equal(ss_crypto_default(), &ss_crypto_openssl);
+	const ss_crypto_backend_t *lib = &ss_crypto_openssl;
 #else
-	assert_ptr_equal(ss_crypto_default(), &ss_crypto_sodium);
+	const ss_crypto_backend_t *lib = &ss_crypto_sodium;
 #endif
+#ifdef SS_OWN_CRYPTO
+	const ss_crypto_backend_t *own = lib == &ss_crypto_sodium ? &ss_crypto_sodium_own : NULL;
+#ifdef SS_HAVE_OPENSSL
+	if (lib == &ss_crypto_openssl)
+		own = &ss_crypto_openssl_own;
+#endif
+	assert_ptr_equal(own->lib, lib);
+#else
+	const ss_crypto_backend_t *own = lib;
+#endif
+	(void)state;
+
+	assert_null(lib->lib);
+	assert_int_equal(unsetenv("SS_OWN_CRYPTO"), 0);
+	assert_ptr_equal(ss_crypto_default(), own);
+	for (size_t i = 0; i < SS_ARRAY_LEN(on); i++) {
+		assert_int_equal(setenv("SS_OWN_CRYPTO", on[i], 1), 0);
+		assert_ptr_equal(ss_crypto_default(), own);
+	}
+	for (size_t i = 0; i < SS_ARRAY_LEN(off); i++) {
+		assert_int_equal(setenv("SS_OWN_CRYPTO", off[i], 1), 0);
+		assert_ptr_equal(ss_crypto_default(), lib);
+	}
+#ifdef SS_OWN_CRYPTO
+	assert_non_null(strstr(ss_crypto_own_setting(lib, line, sizeof(line)),
+			       "turned off by SS_OWN_CRYPTO=No"));
+	assert_int_equal(unsetenv("SS_OWN_CRYPTO"), 0);
+	assert_non_null(strstr(ss_crypto_own_setting(own, line, sizeof(line)), "in use"));
+	assert_non_null(strstr(ss_crypto_own_setting(lib, line, sizeof(line)), "not used by"));
+#else
+	assert_non_null(strstr(ss_crypto_own_setting(lib, line, sizeof(line)), "not built"));
+#endif
+	if (saved)
+		assert_int_equal(setenv("SS_OWN_CRYPTO", saved, 1), 0);
+	else
+		assert_int_equal(unsetenv("SS_OWN_CRYPTO"), 0);
+	free(saved);
 }
 
 /* Salts come from a pooled page of kernel randomness: draws never repeat,
@@ -563,10 +626,11 @@ static void test_random_pool(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_aead_kats),      cmocka_unit_test(test_hkdf_sha1),
-	    cmocka_unit_test(test_hkdf_cross),     cmocka_unit_test(test_differential),
-	    cmocka_unit_test(test_rekey_and_wipe), cmocka_unit_test(test_aes_block),
-	    cmocka_unit_test(test_helpers),        cmocka_unit_test(test_random_pool),
+	    cmocka_unit_test(test_aead_kats),       cmocka_unit_test(test_hkdf_sha1),
+	    cmocka_unit_test(test_hkdf_cross),      cmocka_unit_test(test_differential),
+	    cmocka_unit_test(test_rekey_and_wipe),  cmocka_unit_test(test_aes_block),
+	    cmocka_unit_test(test_helpers),         cmocka_unit_test(test_random_pool),
+	    cmocka_unit_test(test_default_backend),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

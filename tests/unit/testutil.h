@@ -9,8 +9,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crypto/backends.h"
+#include "crypto/cpu.h"
 #include "crypto/primitives.h"
 #include "util/result.h"
+
+/* The exit status ctest counts as a skip (SKIP_RETURN_CODE in
+ * tests/CMakeLists.txt): for a test that cannot run here. */
+#define SS_TEST_SKIPPED 77
+
+/* Whether this CPU has every feature of want (SS_CPU_* bits) for what; if
+ * not, says which it lacks. SS_TEST_HIDE_CPU, space-separated feature names
+ * as ss_cpu_names gives them, makes the tests (only) take those as missing,
+ * to check that a test then reports itself skipped. */
+static inline bool cpu_runs(unsigned want, const char *what)
+{
+	const char *hide = getenv("SS_TEST_HIDE_CPU");
+	unsigned lack = want & ~ss_cpu_features();
+	char names[256];
+
+	for (unsigned bit = 1; bit != 0 && hide != NULL; bit <<= 1) {
+		size_t n;
+
+		if (!(want & bit))
+			continue;
+		ss_cpu_names(bit, names, sizeof(names));
+		n = strlen(names);
+		for (const char *p = strstr(hide, names); n && p; p = strstr(p + 1, names))
+			if ((p == hide || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' '))
+				lack |= bit;
+	}
+	if (!lack)
+		return true;
+	printf("skipped %s: the CPU lacks %s%s\n", what, ss_cpu_names(lack, names, sizeof(names)),
+	       lack & ss_cpu_features() ? " (some hidden by SS_TEST_HIDE_CPU)" : "");
+	return false;
+}
 
 /* A template for mkstemp(3)/mkdtemp(3) naming name in $TMPDIR (else /tmp):
  * the trailing XXXXXX is what those calls replace with a unique suffix. */
@@ -21,15 +55,19 @@ static inline void tmp_template(char *out, size_t len, const char *name)
 	snprintf(out, len, "%s/%s.XXXXXX", dir && dir[0] ? dir : "/tmp", name);
 }
 
-/* Every crypto backend this build has, for tests that run on each. */
-static const ss_crypto_backend_t *const backends[] = {
-    &ss_crypto_sodium,
-    &ss_crypto_sodium_portable,
-#ifdef SS_HAVE_OPENSSL
-    &ss_crypto_openssl,
-#endif
-};
+/* Every crypto backend table this build has, under the name the tests use
+ * (crypto/backends.h), and how many there are. */
+#define backends ss_crypto_backends
 #define NB SS_ARRAY_LEN(backends)
+
+/* Whether the n bytes at p are all zero. */
+static inline bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
 
 /* Hex text to bytes; returns the byte count. Fails the test on bad hex. */
 static inline size_t unhex(const char *hex, uint8_t *out)
