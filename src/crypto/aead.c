@@ -187,11 +187,16 @@ int ss_aead_dec(ss_aead_stream_t *s, uint8_t *buf, size_t len, size_t *consumed,
 		s->pending_len = 0;
 	}
 
+out:
 	*consumed = pos;
 	*nspans = n;
 	return SS_OK;
 fail:
 	s->dead = true;
+	/* What authenticated before the failing unit is delivered; the next
+	 * call reports the failure. */
+	if (n)
+		goto out;
 	*consumed = pos;
 	*nspans = 0;
 	return SS_ERR;

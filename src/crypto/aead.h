@@ -81,8 +81,13 @@ void ss_aead_dec_start(ss_aead_stream_t *s, const uint8_t *key);
  * and presented again, followed by new ones).
  * Returns SS_OK (possibly with nothing consumed when more bytes are needed),
  * or SS_ERR when authentication fails or a length is 0 or over the maximum;
- * after SS_ERR the stream is dead. s->have_salt turns true once the salt has
- * been consumed, so a server can check it against its replay filter. */
+ * after SS_ERR the stream is dead. A unit that fails after chunks
+ * authenticated in the same call ends the stream the same way, but that call
+ * still returns SS_OK with those chunks and the next call returns SS_ERR:
+ * what is delivered is every chunk before the first bad unit, however the
+ * bytes were split into reads. s->salt holds the salt once it has been
+ * consumed; a server records it against replays once the first chunk has
+ * authenticated (the first span). */
 int ss_aead_dec(ss_aead_stream_t *s, uint8_t *buf, size_t len, size_t *consumed, ss_span_t *spans,
 		size_t max_spans, size_t *nspans);
 

@@ -179,6 +179,48 @@ static void test_stream_splits(void **state)
 	}
 }
 
+/* A bad unit after good chunks: every chunk before it is delivered and the
+ * stream then fails, whatever the reads were (split anywhere, one span a
+ * call or several), for a spoiled payload and a spoiled length alike. */
+static void test_stream_good_then_bad(void **state)
+{
+	static const size_t sizes[] = {200, 300, 400};
+	uint8_t key[32], wire[2048], plain[2048];
+	(void)state;
+
+	ss_random_bytes(key, sizeof(key));
+	for (size_t mi = 0; mi < SS_ARRAY_LEN(method_names); mi++) {
+		const ss_method_t *m = method(method_names[mi]);
+		size_t plain_len, wire_len = encode(m, &ss_crypto_sodium, key, sizes,
+						    SS_ARRAY_LEN(sizes), wire, plain, &plain_len);
+		/* The last chunk's payload, then its length block. */
+		size_t spoil[] = {wire_len - 20, wire_len - 400 - SS_AEAD_CHUNK_OVERHEAD + 1};
+
+		for (size_t k = 0; k < SS_ARRAY_LEN(spoil); k++) {
+			wire[spoil[k]] ^= 0x10;
+			for (size_t split = 0; split <= wire_len; split += 5) {
+				for (size_t spans = 1; spans <= 8; spans += 7) {
+					reader_t r;
+					int rc;
+
+					reader_init(&r, m, &ss_crypto_sodium, key, sizeof(wire),
+						    spans);
+					rc = reader_feed(&r, wire, split);
+					if (rc == SS_OK)
+						rc =
+						    reader_feed(&r, wire + split, wire_len - split);
+					assert_int_equal(rc, SS_ERR);
+					assert_true(r.s.dead);
+					assert_int_equal(r.out_len, plain_len - 400);
+					assert_memory_equal(r.out, plain, r.out_len);
+					reader_free(&r);
+				}
+			}
+			wire[spoil[k]] ^= 0x10;
+		}
+	}
+}
+
 /* Full-size chunks, fed in odd pieces, across backends; an opened length
  * is remembered. */
 static void test_stream_large(void **state)
@@ -707,10 +749,15 @@ static void test_fill_payload(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_stream_splits), cmocka_unit_test(test_stream_large),
-	    cmocka_unit_test(test_known_answer),  cmocka_unit_test(test_stream_errors),
-	    cmocka_unit_test(test_enc_copy),      cmocka_unit_test(test_reset),
-	    cmocka_unit_test(test_packet),        cmocka_unit_test(test_packet_keys_and_sizes),
+	    cmocka_unit_test(test_stream_splits),
+	    cmocka_unit_test(test_stream_good_then_bad),
+	    cmocka_unit_test(test_stream_large),
+	    cmocka_unit_test(test_known_answer),
+	    cmocka_unit_test(test_stream_errors),
+	    cmocka_unit_test(test_enc_copy),
+	    cmocka_unit_test(test_reset),
+	    cmocka_unit_test(test_packet),
+	    cmocka_unit_test(test_packet_keys_and_sizes),
 	    cmocka_unit_test(test_fill_payload),
 	};
 
