@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 TSAN_BUILD ?= build-tsan
 # make fuzz: each target runs FUZZ_TIME seconds or FUZZ_RUNS inputs, whichever
-# ends first; findings go under FUZZ_DIR.
+# ends first, JOBS targets at once; findings go under FUZZ_DIR.
 FUZZ_TIME ?= 3600
 FUZZ_RUNS ?= 10000000
 FUZZ_DIR ?= $(FUZZ_BUILD)/campaign
@@ -58,7 +58,7 @@ test-fuzz: build-fuzz
 test: test-release test-asan test-tsan test-fuzz
 
 fuzz: build-fuzz
-	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_DIR) $(FUZZ_TIME) $(FUZZ_RUNS)
+	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_DIR) $(FUZZ_TIME) $(FUZZ_RUNS) $(JOBS)
 
 bench: build
 	/usr/bin/python3 tests/bench/bench.py --ours $(BUILD)
