@@ -432,6 +432,61 @@ def kill_everything():
 
 
 # ---------------------------------------------------------------------------
+# A program's resources, from /proc
+
+def cpu_seconds(pid):
+    """utime + stime of process pid (all its threads), in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def status_kib(pid, key):
+    """A "kB" line of /proc/PID/status (VmRSS, VmHWM, ...), in KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
+
+
+def rss_kib(pid):
+    return status_kib(pid, "VmRSS")
+
+
+def fd_count(pid):
+    """Open descriptors of process pid."""
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def wait_count(count, pid, want, timeout, step=0.02):
+    """Waits until count(pid) (fd_count, ...) is want; returns the count at
+    the end (== want unless the time ran out)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        n = count(pid)
+        if n == want or time.monotonic() > deadline:
+            return n
+        time.sleep(step)
+
+
+def settled_count(count, pid, quiet=0.3, timeout=None, step=0.03):
+    """count(pid) once it has not changed for quiet seconds (or when the
+    time runs out)."""
+    timeout = T(5) if timeout is None else timeout
+    deadline = time.monotonic() + timeout
+    last, since = count(pid), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(step)
+        n = count(pid)
+        if n != last:
+            last, since = n, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return n
+    return last
+
+
+# ---------------------------------------------------------------------------
 # Loopback peers
 
 class TcpServer:
