@@ -5,10 +5,13 @@ Loopback only; standard library only. The integration suite's sslib does
 the process handling (crash and sanitizer detection, logs).
 """
 
+import hashlib
 import json
 import os
 import resource
+import socket
 import sys
+import threading
 import time
 
 import sslib
@@ -76,6 +79,25 @@ def start_pair(ss, method, timeout=None, many=False, server_kw=None, local_kw=No
     server = ss.server(method=method, timeout=timeout, **server_kw)
     local = ss.local(server, timeout=timeout, **local_kw)
     return server, local
+
+
+def start_limited(ss, echo, method, nofile, held=0, t=20, server_extra=(), local_extra=()):
+    """ss-server under `ulimit -n nofile`, inheriting `held` more open
+    descriptors (as if something else held them), and ss-local, with -t t;
+    the relays' fresh connection goes to echo. (server, local, relays), at
+    rest."""
+    holds = [os.open(os.devnull, os.O_RDONLY) for _ in range(held)]
+    try:
+        server = ss.server(method=method, timeout=t, preexec=limit_nofile(nofile),
+                           pass_fds=holds, extra=list(server_extra))
+    finally:
+        for fd in holds:
+            os.close(fd)
+    local = ss.local(server, timeout=t, extra=list(local_extra))
+    relays = Relays({"ss-local": local.program, "ss-server": server.program},
+                    socks_fresh(local, echo.addr))
+    relays.settle()
+    return server, local, relays
 
 
 def events(program, name):
@@ -240,3 +262,75 @@ def socks_fresh(local, target, nbytes=4096):
         finally:
             s.close()
     return fresh
+
+
+# ---------------------------------------------------------------------------
+# Traffic
+
+class Transfer(threading.Thread):
+    """One connection moving bytes both ways, for faults to hit mid-way: a
+    sslib.Sender sends data while this thread reads, counting and hashing
+    what comes back, until EOF, a reset, stop_all() or the deadline. end: None
+    while running, then "eof", "reset", "stopped", "timeout" or an error."""
+
+    def __init__(self, sock, data, timeout):
+        super().__init__(daemon=True)
+        self.sock, self.data = sock, data
+        self.deadline = time.monotonic() + timeout
+        self.sender = sslib.Sender(sock, data, 65536, False, self.deadline)
+        self.received = 0
+        self.digest = hashlib.sha256()
+        self.end = None
+        self.halt = threading.Event()
+
+    def run(self):
+        self.sock.settimeout(0.2)
+        self.sender.start()
+        buf = bytearray(262144)
+        try:
+            while self.end is None:
+                if self.halt.is_set():
+                    self.end = "stopped"
+                elif time.monotonic() > self.deadline:
+                    self.end = "timeout"
+                else:
+                    try:
+                        n = self.sock.recv_into(buf)
+                    except socket.timeout:
+                        continue
+                    except ConnectionResetError:
+                        self.end = "reset"
+                        break
+                    except OSError as e:
+                        self.end = "recv: %s" % e
+                        break
+                    if n == 0:
+                        self.end = "eof"
+                    self.received += n
+                    self.digest.update(memoryview(buf)[:n])
+        finally:
+            self.sender.stop.set()
+            self.sender.join(10)
+
+    @staticmethod
+    def stop_all(transfers):
+        """Stops them all at once (the others keep moving while one stops)."""
+        for t in transfers:
+            t.halt.set()
+            t.sender.halt.set()
+        for t in transfers:
+            t.join(10)
+
+    def echoed_intact(self):
+        """Whether what came back is a prefix of what was sent (an echo)."""
+        return self.digest.digest() == sslib.sha256(self.data[:self.received])
+
+
+def wait_until(pred, timeout, step=0.02):
+    """Polls pred() until it is true (returns True) or timeout (False)."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+    return True
