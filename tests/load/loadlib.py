@@ -27,12 +27,13 @@ SOAK = os.environ.get("SS_LOAD_SOAK") == "1"
 METHODS = ("aes-256-gcm", "2022-blake3-aes-256-gcm")
 
 # The health check: CPU time a relay may use while nothing happens, over
-# IDLE_WINDOW seconds. Measured idle: 0.00 s (Release and ASan+UBSan); a
-# relay spinning on a ready descriptor or a zero timer uses the whole
-# window. The bound allows a few clock ticks (10 ms each) for a loaded
-# machine.
+# IDLE_WINDOW seconds. Measured: 0.00 s after every fault (Release and
+# ASan+UBSan), up to 0.02 s while full of connections out of descriptors
+# (a retry each second). A relay spinning on a ready descriptor or a zero
+# timer used 0.44-0.93 s of the window on this 2-core machine. The bound
+# allows ten clock ticks (10 ms each) for a loaded machine.
 IDLE_WINDOW = 1.5
-IDLE_CPU_MAX = 0.05
+IDLE_CPU_MAX = 0.10
 
 
 def size(normal, soak):
