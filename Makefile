@@ -3,7 +3,7 @@ JOBS ?= 2
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 
-.PHONY: all deps build build-asan run test test-release test-asan bench clean
+.PHONY: all deps build build-asan run test test-release test-asan soak bench clean
 
 all: build
 
@@ -29,6 +29,11 @@ test-asan: build-asan
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure
 
 test: test-release test-asan
+
+# The load suite (tests/load) with bigger counts and longer runs, same assertions.
+soak: build
+	SS_LOAD_SOAK=1 SS_BIN_DIR=$(CURDIR)/$(BUILD) SS_BENCH_DIR=$(CURDIR)/$(BUILD)/tests/bench \
+		/usr/bin/python3 -m pytest -q -p no:cacheprovider -s tests/load
 
 bench: build
 	/usr/bin/python3 tests/bench/bench.py --ours $(BUILD)
