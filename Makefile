@@ -11,7 +11,7 @@ FUZZ_RUNS ?= 10000000
 FUZZ_DIR ?= $(FUZZ_BUILD)/campaign
 
 .PHONY: all deps build build-asan build-tsan build-fuzz run test test-release test-asan \
-	test-tsan test-fuzz fuzz bench clean
+	test-tsan test-fuzz fuzz soak bench clean
 
 all: build
 
@@ -59,6 +59,11 @@ test: test-release test-asan test-tsan test-fuzz
 
 fuzz: build-fuzz
 	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_DIR) $(FUZZ_TIME) $(FUZZ_RUNS) $(JOBS)
+
+# The load suite (tests/load) with bigger counts and longer runs, same assertions.
+soak: build
+	SS_LOAD_SOAK=1 SS_BIN_DIR=$(CURDIR)/$(BUILD) SS_BENCH_DIR=$(CURDIR)/$(BUILD)/tests/bench \
+		/usr/bin/python3 -m pytest -q -p no:cacheprovider -s tests/load
 
 bench: build
 	/usr/bin/python3 tests/bench/bench.py --ours $(BUILD)

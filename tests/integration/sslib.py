@@ -230,7 +230,7 @@ class Program:
 
     _serial = 0
 
-    def __init__(self, exe, args, logdir, name=None, env=None):
+    def __init__(self, exe, args, logdir, name=None, env=None, preexec=None, pass_fds=()):
         Program._serial += 1
         self.exe = exe
         self.args = [str(a) for a in args]
@@ -239,6 +239,8 @@ class Program:
         self.stdout_path = base + ".stdout"
         self.stderr_path = base + ".stderr"
         self.env = env
+        self.preexec = preexec  # run in the child before exec, after the usual set-up
+        self.pass_fds = tuple(pass_fds)  # descriptors the program inherits
         self.proc = None
         self.expect_exit = False  # the test expects it to exit by itself
         self.stopped = False
@@ -251,10 +253,15 @@ class Program:
         env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
         if self.env:
             env.update(self.env)
+        setup = _child_setup
+        if self.preexec:
+            def setup():
+                _child_setup()
+                self.preexec()
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
                 [self.exe] + self.args, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                env=env, close_fds=True, preexec_fn=_child_setup)
+                env=env, close_fds=True, pass_fds=self.pass_fds, preexec_fn=setup)
         return self
 
     @property
@@ -372,21 +379,23 @@ class Processes:
         self.lock = threading.Lock()
         _ACTIVE.add(self)
 
-    def start(self, exe, args, name=None, env=None):
-        p = Program(exe, args, self.logdir, name=name, env=env)
+    def start(self, exe, args, name=None, env=None, **kw):
+        """kw: Program's preexec and pass_fds."""
+        p = Program(exe, args, self.logdir, name=name, env=env, **kw)
         with self.lock:
             self.programs.append(p)
         return p.start()
 
     def start_listening(self, exe, make_args, host=LOOPBACK4, name=None, env=None,
-                        port=None, attempts=5):
+                        port=None, attempts=5, **kw):
         """Starts exe with make_args(port) for a free port (or the given one)
         and waits until host:port accepts; retries with another port if the
-        chosen one turned out to be taken. Returns (program, port)."""
+        chosen one turned out to be taken. kw as for start(). Returns
+        (program, port)."""
         last = None
         for _ in range(attempts):
             p_ = port or free_port(host)
-            p = self.start(exe, make_args(p_), name=name, env=env)
+            p = self.start(exe, make_args(p_), name=name, env=env, **kw)
             try:
                 p.wait_listening(host, p_)
                 return p, p_
@@ -429,6 +438,61 @@ def kill_everything():
     """Kills every program of every live Processes (used by the watchdog)."""
     for procs in list(_ACTIVE):
         procs.kill_all()
+
+
+# ---------------------------------------------------------------------------
+# A program's resources, from /proc
+
+def cpu_seconds(pid):
+    """utime + stime of process pid (all its threads), in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def status_kib(pid, key):
+    """A "kB" line of /proc/PID/status (VmRSS, VmHWM, ...), in KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
+
+
+def rss_kib(pid):
+    return status_kib(pid, "VmRSS")
+
+
+def fd_count(pid):
+    """Open descriptors of process pid."""
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def wait_count(count, pid, want, timeout, step=0.02):
+    """Waits until count(pid) (fd_count, ...) is want; returns the count at
+    the end (== want unless the time ran out)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        n = count(pid)
+        if n == want or time.monotonic() > deadline:
+            return n
+        time.sleep(step)
+
+
+def settled_count(count, pid, quiet=0.3, timeout=None, step=0.03):
+    """count(pid) once it has not changed for quiet seconds (or when the
+    time runs out)."""
+    timeout = T(5) if timeout is None else timeout
+    deadline = time.monotonic() + timeout
+    last, since = count(pid), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(step)
+        n = count(pid)
+        if n != last:
+            last, since = n, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return n
+    return last
 
 
 # ---------------------------------------------------------------------------
@@ -574,11 +638,12 @@ class EchoServer(TcpServer):
 
 
 class ResponderServer(TcpServer):
-    """Reads until EOF, then answers sha256(received) + blob and closes its
-    write side. record: received (count), digest."""
+    """Reads until EOF, then (after delay seconds) answers sha256(received)
+    + blob and closes its write side. record: received (count), digest."""
 
-    def __init__(self, blob, **kw):
+    def __init__(self, blob, delay=0.0, **kw):
         self.blob = blob
+        self.delay = delay
         super().__init__(**kw)
 
     def handle(self, conn, record):
@@ -592,6 +657,7 @@ class ResponderServer(TcpServer):
             total += len(data)
         record["received"] = total
         record["digest"] = h.digest()
+        time.sleep(self.delay)
         conn.sendall(h.digest() + self.blob)
         conn.shutdown(socket.SHUT_WR)
         try:
@@ -650,7 +716,7 @@ class SinkServer(TcpServer):
 
 class SourceServer(TcpServer):
     """On one byte from the client, sends blob, then waits for the client
-    to close."""
+    to close. record: sent (bytes so far, kept up to date while sending)."""
 
     def __init__(self, blob, **kw):
         self.blob = blob
@@ -658,8 +724,10 @@ class SourceServer(TcpServer):
 
     def handle(self, conn, record):
         recv_exact(conn, 1)
-        conn.sendall(self.blob)
-        record["sent"] = len(self.blob)
+        view = memoryview(self.blob)
+        record["sent"] = 0
+        while record["sent"] < len(view):
+            record["sent"] += conn.send(view[record["sent"]:record["sent"] + (1 << 20)])
         try:
             while conn.recv(65536):
                 pass
@@ -867,16 +935,19 @@ def socks5_connect(proxy, host, port, atyp=None, timeout=None):
 # ---------------------------------------------------------------------------
 # Transfers
 
-class _Sender(threading.Thread):
+class Sender(threading.Thread):
     """Sends data on sock until done or deadline. The socket object is
     shared with the receiving thread (which sets its timeout), so a send
-    that times out is simply retried until the deadline."""
+    that times out is simply retried until the deadline. stop: a send that
+    times out is not retried; halt: not another chunk (sent counts what
+    went)."""
 
     def __init__(self, sock, data, chunk, shut_wr, deadline):
         super().__init__(daemon=True)
         self.sock, self.data, self.chunk, self.shut_wr = sock, data, chunk, shut_wr
         self.deadline = deadline
         self.stop = threading.Event()
+        self.halt = threading.Event()
         self.error = None
         self.sent = 0
 
@@ -884,6 +955,8 @@ class _Sender(threading.Thread):
         try:
             view = memoryview(self.data)
             while self.sent < len(view):
+                if self.halt.is_set():
+                    return
                 try:
                     self.sent += self.sock.send(view[self.sent:self.sent + self.chunk])
                 except socket.timeout:
@@ -903,7 +976,7 @@ def exchange(sock, data, expect_len, timeout=None, chunk=65536, shut_wr=False):
     timeout = T(30) if timeout is None else timeout
     deadline = time.monotonic() + timeout
     sock.settimeout(min(timeout, 5.0))
-    sender = _Sender(sock, data, chunk, shut_wr, deadline)
+    sender = Sender(sock, data, chunk, shut_wr, deadline)
     sender.start()
     h = hashlib.sha256()
     got = 0
@@ -1025,8 +1098,9 @@ def _cred_args(password, key):
 
 
 def start_server(procs, exe, method=DEFAULT_METHOD, password=None, key=None,
-                 host=LOOPBACK4, extra=(), probe_host=None, timeout=None, env=None):
-    """ss-server on host:free port. Returns Server."""
+                 host=LOOPBACK4, extra=(), probe_host=None, timeout=None, env=None, **kw):
+    """ss-server on host:free port (kw: Program's preexec and pass_fds).
+    Returns Server."""
     if password is None and key is None:
         password = random_psk(method) if is_sip022(method) else random_password()
     args = lambda port: (["-s", host, "-p", port, "-m", method] + _cred_args(password, key)
@@ -1034,26 +1108,28 @@ def start_server(procs, exe, method=DEFAULT_METHOD, password=None, key=None,
     probe = probe_host or (LOOPBACK6 if host in ("::", "::1") or ":" in host else LOOPBACK4)
     if host == "0.0.0.0":
         probe = LOOPBACK4
-    p, port = procs.start_listening(exe, args, host=probe, env=env)
+    p, port = procs.start_listening(exe, args, host=probe, env=env, **kw)
     return Server(p, probe, port, method, password, key)
 
 
 def start_local(procs, exe, server, method=None, password=None, key=None,
-                host=LOOPBACK4, extra=(), timeout=None, env=None):
-    """ss-local (SOCKS5) on host:free port, using server (a Server)."""
+                host=LOOPBACK4, extra=(), timeout=None, env=None, **kw):
+    """ss-local (SOCKS5) on host:free port, using server (a Server); kw as
+    for start_server."""
     method = method or server.method
     if password is None and key is None:
         password, key = server.password, server.key
     args = lambda port: (["-s", server.host, "-p", server.port, "-b", host, "-l", port,
                           "-m", method] + _cred_args(password, key)
                          + (["-t", str(timeout)] if timeout else []) + list(extra))
-    p, port = procs.start_listening(exe, args, host=host, env=env)
+    p, port = procs.start_listening(exe, args, host=host, env=env, **kw)
     return Client(p, host, port)
 
 
 def start_tunnel(procs, exe, server, target, method=None, password=None, key=None,
-                 host=LOOPBACK4, extra=(), timeout=None, env=None):
-    """ss-tunnel on host:free port forwarding to target (host, port)."""
+                 host=LOOPBACK4, extra=(), timeout=None, env=None, **kw):
+    """ss-tunnel on host:free port forwarding to target (host, port); kw as
+    for start_server."""
     method = method or server.method
     if password is None and key is None:
         password, key = server.password, server.key
@@ -1062,7 +1138,7 @@ def start_tunnel(procs, exe, server, target, method=None, password=None, key=Non
     args = lambda port: (["-s", server.host, "-p", server.port, "-b", host, "-l", port,
                           "-L", tspec, "-m", method] + _cred_args(password, key)
                          + (["-t", str(timeout)] if timeout else []) + list(extra))
-    p, port = procs.start_listening(exe, args, host=host, env=env)
+    p, port = procs.start_listening(exe, args, host=host, env=env, **kw)
     return Client(p, host, port)
 
 

@@ -380,34 +380,15 @@ def socket_count(pid):
     return len(_socket_inodes(pid))
 
 
-def fd_count(pid):
-    return len(os.listdir("/proc/%d/fd" % pid))
-
-
 def wait_sockets(pid, want, timeout):
     """Waits until process pid has want sockets open; returns the count at
     the end (== want unless the time ran out)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        n = socket_count(pid)
-        if n == want or time.monotonic() > deadline:
-            return n
-        time.sleep(0.02)
+    return sslib.wait_count(socket_count, pid, want, timeout)
 
 
 def settled_sockets(pid, quiet=0.3, timeout=None):
     """The socket count of pid once it stopped changing for quiet seconds."""
-    timeout = T(5) if timeout is None else timeout
-    deadline = time.monotonic() + timeout
-    last, since = socket_count(pid), time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(0.03)
-        n = socket_count(pid)
-        if n != last:
-            last, since = n, time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            return n
-    return last
+    return sslib.settled_count(socket_count, pid, quiet, timeout)
 
 
 def _bound_ports(proto):

@@ -124,12 +124,6 @@ def test_one_way_traffic_is_not_idle(ss, procs):
             down.close()
 
 
-def _cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class UnansweredPort:
     """A loopback port whose accept queue is full, so the kernel drops every
     further SYN to it: a connect there waits until someone gives up."""
@@ -199,7 +193,7 @@ def test_client_bytes_while_the_server_resolves(ss, echo):
     with sslib.DnsResponder(delay=delay) as dns:
         server = ss.server(extra=["-d", dns.addr])
         tunnel = ss.tunnel(server, ("echo.test", echo.addr[1]))
-        cpu0 = _cpu_seconds(server.program.pid)
+        cpu0 = sslib.cpu_seconds(server.program.pid)
         sock = sslib.connect(*tunnel.addr)
         try:
             sock.settimeout(T(10))
@@ -209,7 +203,7 @@ def test_client_bytes_while_the_server_resolves(ss, echo):
             got = sslib.recv_exact(sock, sum(len(p) for p in pieces))
         finally:
             sock.close()
-        cpu = _cpu_seconds(server.program.pid) - cpu0
+        cpu = sslib.cpu_seconds(server.program.pid) - cpu0
     assert dns.queries >= 1, "ss-server did not ask the DNS responder"
     assert got == b"".join(pieces)
     assert cpu < 0.3, "ss-server spent %.2f s of CPU waiting %.1f s for a lookup" % (cpu, delay)

@@ -157,7 +157,7 @@ def test_idle_timeout_closes_sockets(ss, uecho):
     tunnel = ss.tunnel(server, uecho.addr, extra=["-u", "--udp-timeout", "2"])
     spid, tpid = server.program.pid, tunnel.program.pid
     sbase, tbase = ssudp.settled_sockets(spid), ssudp.settled_sockets(tpid)
-    sfds, tfds = ssudp.fd_count(spid), ssudp.fd_count(tpid)
+    sfds, tfds = sslib.fd_count(spid), sslib.fd_count(tpid)
     app = App("tunnel", tunnel, uecho.addr)
     check_exchange(app, tagged(b"first", 100))
     first_port = uecho.source_of(b"first")
@@ -192,7 +192,7 @@ def test_idle_timeout_closes_sockets(ss, uecho):
     assert ssudp.wait_sockets(spid, sbase, T(2) + 3) == sbase, "ss-server kept the socket"
     assert ssudp.wait_sockets(tpid, tbase, T(2) + 3) == tbase, "ss-tunnel kept the socket"
     assert time.monotonic() - t_idle >= 1.0, "closed long before --udp-timeout"
-    assert (ssudp.fd_count(spid), ssudp.fd_count(tpid)) == (sfds, tfds)
+    assert (sslib.fd_count(spid), sslib.fd_count(tpid)) == (sfds, tfds)
     # A new association, with a new outbound socket.
     check_exchange(app, tagged(b"after", 100))
     assert uecho.source_of(b"after") != first_port
