@@ -67,7 +67,7 @@ def test_udp_leaves_tcp_its_descriptors(ss, echo):
             for i, u in enumerate(socks):
                 u.sendto(pk.request(uecho.host, uecho.port, b"u%d" % i), server.addr)
                 pk.answer(u.recvfrom(65536)[0])
-            assert ssudp.fd_count(server.program.pid) < 64 - 16
+            assert sslib.fd_count(server.program.pid) < 64 - 16
             local = ss.local(server)
             errors = _exchange_all(local, echo.addr, 12)
             assert not errors, errors[:3]
