@@ -22,7 +22,10 @@ run_one() {
 	mkdir -p "$out/corpus" "$out/artifacts"
 	rm -f "$out/row"
 	cp -n "$src/corpus/$name"/* "$out/corpus/" 2>/dev/null
+	# libFuzzer's own exit code for a finding is 77, the one a target
+	# that cannot run here uses: findings exit 1.
 	set -- -max_total_time="$secs" -runs="$runs" -timeout=10 -rss_limit_mb=2048 \
+		-error_exitcode=1 -timeout_exitcode=1 \
 		-print_final_stats=1 -artifact_prefix="$out/artifacts/"
 	[ -f "$src/dict/$name.dict" ] && set -- "$@" -dict="$src/dict/$name.dict"
 	echo "$name: up to $secs s or $runs runs, log in $out/log"

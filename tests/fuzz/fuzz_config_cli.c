@@ -145,6 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_CHECK(fz_all_zero((const uint8_t *)cfg.key_b64, sizeof(cfg.key_b64)));
 		break;
 	case SS_CONFIG_HELP:
+	case SS_CONFIG_VERSION:
 		FZ_CHECK(usage[0] != '\0');
 		break;
 	default:

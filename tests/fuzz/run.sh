@@ -20,7 +20,10 @@ src=$(cd "$src" && pwd)
 scratch=$(cd "$scratch" && pwd)
 seeds=$src/corpus/$name
 cp "$seeds"/* "$scratch/corpus/"
+# libFuzzer's own exit code for a finding is 77, which ctest takes for a
+# skip (SKIP_RETURN_CODE, for a target the CPU cannot run): use 1.
 set -- -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	-error_exitcode=1 -timeout_exitcode=1 \
 	-artifact_prefix="$scratch/artifacts/"
 if [ -f "$src/dict/$name.dict" ]; then
 	set -- "$@" -dict="$src/dict/$name.dict"
