@@ -71,7 +71,7 @@ static int server_target_in_stream(ss_conn_t *c)
 {
 	ss_dir_t *dir = &c->dir[SS_IN];
 	size_t used;
-	int r = ss_addr_parse(dir->buf, dir->keep, &c->target, &used);
+	int r = dir->keep ? ss_addr_parse(dir->buf, dir->keep, &c->target, &used) : SS_AGAIN;
 
 	if (r != SS_OK)
 		return r;

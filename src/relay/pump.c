@@ -69,15 +69,14 @@ int ss_pump_decode(ss_conn_t *c, int d, ss_codec_hdr_t *hdr)
 	ss_span_t spans[SS_DIR_MAX_IOV];
 	size_t consumed = 0, ns = 0, i;
 	size_t room = SS_DIR_MAX_IOV - dir->iov_n;
-	uint8_t *p = dir->buf + dir->rpos;
-	size_t len = dir->rend - dir->rpos;
 
 	if (hdr)
 		memset(hdr, 0, sizeof(*hdr));
 	if (room == 0 || dir->rpos >= dir->rend)
 		return SS_OK;
-	if (k->ops->decode(k, dir->codec, p, len, (uint64_t)ev_now(c->inst->loop), &consumed,
-			   spans, room, &ns, hdr) != SS_OK)
+	if (k->ops->decode(k, dir->codec, dir->buf + dir->rpos, dir->rend - dir->rpos,
+			   (uint64_t)ev_now(c->inst->loop), &consumed, spans, room, &ns,
+			   hdr) != SS_OK)
 		return SS_ERR;
 	dir->rpos += consumed;
 	for (i = 0; i < ns; i++) {
