@@ -48,7 +48,9 @@ void ss_aead_stream_reset(ss_aead_stream_t *s)
 	ss_wipe(s->key, sizeof(s->key));
 	s->have_salt = false;
 	s->dead = false;
+	s->replayed = false;
 	s->pending_len = 0;
+	s->pool = NULL;
 }
 
 void ss_aead_stream_free(ss_aead_stream_t *s)
@@ -129,7 +131,15 @@ void ss_aead_dec_start(ss_aead_stream_t *s, const uint8_t *key)
 	memset(s->nonce, 0, sizeof(s->nonce));
 	s->have_salt = false;
 	s->dead = false;
+	s->replayed = false;
 	s->pending_len = 0;
+	s->pool = NULL;
+}
+
+void ss_aead_dec_start_server(ss_aead_stream_t *s, const uint8_t *key, ss_saltpool_t *pool)
+{
+	ss_aead_dec_start(s, key);
+	s->pool = pool;
 }
 
 int ss_aead_dec(ss_aead_stream_t *s, uint8_t *buf, size_t len, size_t *consumed, ss_span_t *spans,
@@ -188,6 +198,17 @@ int ss_aead_dec(ss_aead_stream_t *s, uint8_t *buf, size_t len, size_t *consumed,
 	}
 
 out:
+	/* The salt is known to be a real one now: check and record it. */
+	if (n && s->pool) {
+		int rc = ss_saltpool_check_add(s->pool, s->salt, m->salt_len, 0);
+		s->pool = NULL;
+		if (rc != 0) {
+			s->dead = s->replayed = true;
+			*consumed = 0;
+			*nspans = 0;
+			return SS_ERR;
+		}
+	}
 	*consumed = pos;
 	*nspans = n;
 	return SS_OK;

@@ -7,6 +7,7 @@
 
 #include "crypto/method.h"
 #include "crypto/primitives.h"
+#include "crypto/saltpool.h"
 
 /* SIP004 AEAD stream codec, one per direction.
  *
@@ -35,10 +36,14 @@ typedef struct ss_aead_stream {
 	uint8_t salt[SS_MAX_SALT_LEN]; /* this direction's salt, once known */
 	uint8_t key[SS_MAX_KEY_LEN];   /* master key until the salt arrives */
 	bool have_salt;
-	bool dead; /* decoder: failed once, refuses everything after */
+	bool dead;     /* decoder: failed once, refuses everything after */
+	bool replayed; /* decoder: died on a salt seen before */
 	/* decoder: length of a chunk whose length block is already opened,
 	 * 0 if none */
 	uint16_t pending_len;
+	/* server decoder: where the salt is checked and recorded once the
+	 * first chunk has authenticated; NULL once done, and for others */
+	ss_saltpool_t *pool;
 } ss_aead_stream_t;
 
 /* The chunk payload an encoder fills: the libraries' ChaCha20-Poly1305 runs
@@ -74,6 +79,12 @@ size_t ss_aead_enc_bound(size_t len);
 
 /* Decoder: remembers the master key; the salt is read from the stream. */
 void ss_aead_dec_start(ss_aead_stream_t *s, const uint8_t *key);
+/* A server's decoder of a client's stream: also checks the salt against
+ * pool (the last salts seen, ss_saltpool_init_fifo) once the first chunk
+ * (length and payload) has authenticated, so unauthenticated bytes never
+ * take a place in it, and records it there; a salt seen before kills the
+ * stream (s->replayed) before any plaintext is delivered. */
+void ss_aead_dec_start_server(ss_aead_stream_t *s, const uint8_t *key, ss_saltpool_t *pool);
 /* Decodes, in place, as much of buf[0..len) as forms whole units (the salt,
  * a length block, a payload block). Plaintext pieces are reported in spans
  * (pointing into buf) up to max_spans; *consumed is how many leading bytes of
@@ -86,8 +97,7 @@ void ss_aead_dec_start(ss_aead_stream_t *s, const uint8_t *key);
  * still returns SS_OK with those chunks and the next call returns SS_ERR:
  * what is delivered is every chunk before the first bad unit, however the
  * bytes were split into reads. s->salt holds the salt once it has been
- * consumed; a server records it against replays once the first chunk has
- * authenticated (the first span). */
+ * consumed. */
 int ss_aead_dec(ss_aead_stream_t *s, uint8_t *buf, size_t len, size_t *consumed, ss_span_t *spans,
 		size_t max_spans, size_t *nspans);
 

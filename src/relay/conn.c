@@ -212,31 +212,17 @@ static void conn_side_init(ss_conn_t *c, int side, int fd)
 	c->side[side].wio.data = c;
 }
 
-size_t ss_conn_codec_size(const struct ss_instance *inst)
-{
-	size_t n = inst->plain    ? 0
-		   : inst->sip022 ? sizeof(ss_2022_stream_t)
-				  : sizeof(ss_aead_stream_t);
-	return (n + 63) & ~(size_t)63;
-}
-
 /* Called once per fresh slot: prepares what is kept across connections. */
 static int conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
 {
-	size_t k = ss_conn_codec_size(inst);
+	ss_codec_t *k = &inst->codec;
+	size_t size = ss_codec_state_size(k);
 
-	memset(c, 0, sizeof(*c) + 2 * k);
-	for (int d = 0; d < 2 && !inst->plain; d++) {
-		void *area = c->tail + (size_t)d * k;
+	memset(c, 0, sizeof(*c) + 2 * size);
+	for (int d = 0; d < 2; d++) {
 		int rc;
-		if (inst->sip022) {
-			c->dir[d].v2 = area;
-			rc = ss_2022_stream_init(c->dir[d].v2, inst->cfg->method, inst->be);
-		} else {
-			c->dir[d].v1 = area;
-			rc = ss_aead_stream_init(c->dir[d].v1, inst->cfg->method, inst->be);
-		}
-		if (rc < 0)
+		c->dir[d].codec = size ? c->tail + (size_t)d * size : NULL;
+		if ((rc = ss_codec_init(k, c->dir[d].codec)) < 0)
 			return rc;
 	}
 	return 0;
@@ -244,29 +230,15 @@ static int conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
 
 void ss_conn_slot_free(ss_conn_t *c)
 {
-	for (int d = 0; d < 2; d++) {
-		if (c->dir[d].v2)
-			ss_2022_stream_free(c->dir[d].v2);
-		if (c->dir[d].v1)
-			ss_aead_stream_free(c->dir[d].v1);
-	}
+	for (int d = 0; d < 2; d++)
+		ss_codec_release(&c->inst->codec, c->dir[d].codec);
 }
 
-/* The decoder of the peer's stream: a server's of its clients' requests; a
- * SIP022 client's starts once its request is sealed (pump.c). */
-static void conn_codecs_start(struct ss_instance *inst, ss_conn_t *c)
+/* The directions' codecs: a client encodes what it reads inbound and
+ * decodes what comes back; a server the other way round. */
+static int conn_encoder(const ss_conn_t *c)
 {
-	if (inst->plain)
-		return;
-	if (inst->ops->client) {
-		if (!inst->sip022)
-			ss_aead_dec_start(c->dir[SS_OUT].v1, inst->cfg->key);
-	} else if (inst->sip022) {
-		ss_2022_dec_start_server(c->dir[SS_IN].v2, inst->cfg->key, ss_instance_users(inst),
-					 &inst->saltpool);
-	} else {
-		ss_aead_dec_start(c->dir[SS_IN].v1, inst->cfg->key);
-	}
+	return c->inst->ops->client ? SS_IN : SS_OUT;
 }
 
 void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
@@ -283,15 +255,16 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	 * instead of running with half a cipher state. */
 	if (!c->inst && conn_slot_init(inst, c) < 0) {
 		ss_err("cannot set up the cipher state");
+		c->inst = inst;
 		ss_conn_slot_free(c);
-		memset(c, 0, sizeof(*c) + 2 * ss_conn_codec_size(inst));
+		memset(c, 0, sizeof(*c) + 2 * ss_codec_state_size(&inst->codec));
 		ss_pool_put(&inst->conns, c);
 		close(fd);
 		return;
 	}
 	c->inst = inst;
 	c->state = SS_CONN_HANDSHAKE;
-	c->hs_stage = 0;
+	memset(&c->hs, 0, sizeof(c->hs));
 	c->lookup_busy = false;
 	c->lead_wait = false;
 	c->bypass = false;
@@ -301,20 +274,21 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	memcpy(&c->peer, peer, peerlen < sizeof(c->peer) ? peerlen : sizeof(c->peer));
 	for (int d = 0; d < 2; d++) {
 		ss_dir_t *dir = &c->dir[d];
-		bool encode = inst->ops->client ? d == SS_IN : d == SS_OUT;
-		dir->xf = inst->plain ? SS_XF_COPY : encode ? SS_XF_ENCODE : SS_XF_DECODE;
+		dir->xf = inst->codec.ops->identity ? SS_XF_COPY
+			  : d == conn_encoder(c)    ? SS_XF_ENCODE
+						    : SS_XF_DECODE;
 		dir->buf = NULL;
 		dir->iov = NULL;
 		dir->keep = dir->rpos = dir->rend = 0;
 		dir->lead = 0;
 		dir->iov_n = dir->iov_i = 0;
 		dir->outq = UINT32_MAX;
-		dir->started = dir->eof = dir->shut = dir->hdr_pending = false;
+		dir->eof = dir->shut = dir->hdr_pending = false;
 		dir->splice = dir->copy_once = dir->drained = false;
 		dir->bytes = dir->spliced = 0;
 		ss_splice_init(&dir->sp, NULL);
 	}
-	conn_codecs_start(inst, c);
+	ss_codec_start(&inst->codec, c->dir[conn_encoder(c)].codec, c->dir[!conn_encoder(c)].codec);
 	conn_side_init(c, SS_IN, fd);
 	conn_side_init(c, SS_OUT, -1);
 	ev_init(&c->timer, conn_timer_cb);
@@ -365,10 +339,7 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 		ss_conn_buf_release(c, d);
 		ss_splice_close(&c->dir[d].sp);
 		c->dir[d].iov_n = c->dir[d].iov_i = 0;
-		if (inst->sip022)
-			ss_2022_stream_reset(c->dir[d].v2);
-		else if (!inst->plain)
-			ss_aead_stream_reset(c->dir[d].v1);
+		ss_codec_reset(&inst->codec, c->dir[d].codec);
 	}
 	/* Freed by the reaper after this dispatch, so no handler up the stack
 	 * touches a recycled slot; a lookup still in flight holds it longer. */
@@ -573,7 +544,8 @@ void ss_conn_connect_route(ss_conn_t *c)
 void ss_conn_stream(ss_conn_t *c)
 {
 	/* Bytes that need no transform go from socket to socket in the
-	 * kernel: method none after the header, and bypassed connections. */
+	 * kernel: an identity codec's after the header, and bypassed
+	 * connections. */
 	for (int d = 0; d < 2; d++) {
 		c->dir[d].splice = c->dir[d].xf == SS_XF_COPY && c->inst->splice_ok;
 		if (c->dir[d].splice)
@@ -598,10 +570,11 @@ void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n)
 
 	dir->rpos = dir->rend = 0;
 	lead = ss_pump_lead_area(c, SS_IN);
-	/* SIP022 puts the address in the request header, sealed with it; a
-	 * bypassed connection sends none. */
-	hdr = c->inst->sip022 || c->bypass ? 0
-					   : ss_addr_encode(&c->target, lead, SS_ADDR_MAX_ENCODED);
+	/* The codec puts the target in front of the first bytes or in its own
+	 * header; a bypassed connection sends none. */
+	hdr = c->bypass ? 0
+			: c->inst->codec.ops->put_target(&c->inst->codec, &c->target, lead,
+							 SS_ADDR_MAX_ENCODED);
 	if (n)
 		memmove(lead + hdr, extra, n);
 	dir->lead = hdr + n;

@@ -7,8 +7,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "crypto/aead.h"
-#include "crypto/aead2022.h"
+#include "codec/codec.h"
 #include "net/splice.h"
 #include "net/resolver.h"
 #include "proto/addr.h"
@@ -16,29 +15,8 @@
 /* One relayed TCP connection: two sides (inbound = the accepted socket,
  * outbound = the one we connect), two pump directions, one state. */
 
-/* A relay buffer: one read fills several chunk slots, each sealed in place,
- * and one write sends them (fewer system calls per byte is most of a
- * relay's cost). SIP004: sixteen chunks of SS_ENC_PAYLOAD behind the largest
- * salt. SIP022: four chunks of SS_2022_PAYLOAD, the first at SS_2022_OFF,
- * behind room for the largest request header. A decoding direction reads
- * as much into the same room. */
-#define SS_ENC_OFF SS_MAX_SALT_LEN
-/* The room for a sealed chunk's payload: the protocol's maximum rounded
- * down to a multiple of 128 bytes (16256 and 65408), on which OpenSSL's
- * ChaCha20-Poly1305 runs about a third faster than on 0x3FFF or 0xFFFF;
- * AES-GCM runs the same. Decoders take any size up to the maximum. */
-#define SS_ENC_PAYLOAD SS_AEAD_FILL_PAYLOAD
-#define SS_2022_PAYLOAD (SS_2022_MAX_PAYLOAD & ~127)
-#define SS_CHUNK_STRIDE (SS_ENC_PAYLOAD + SS_AEAD_CHUNK_OVERHEAD)
-#define SS_ENC_CHUNKS 16
-#define SS_2022_OFF ((SS_2022_REQ_HDR_MAX + 63) & ~63)
-#define SS_2022_STRIDE (SS_2022_PAYLOAD + SS_2022_CHUNK_OVERHEAD)
-#define SS_2022_CHUNKS 4
-#define SS_BUF_AEAD (SS_ENC_OFF + SS_ENC_CHUNKS * SS_CHUNK_STRIDE)
-#define SS_BUF_2022 (SS_2022_OFF + SS_2022_CHUNKS * SS_2022_STRIDE)
-#define SS_RELAY_BUF_SIZE (((SS_BUF_AEAD > SS_BUF_2022 ? SS_BUF_AEAD : SS_BUF_2022) + 63) & ~63)
-/* Where client handshakes (SOCKS5) are read, clear of the first chunk. */
-#define SS_HS_OFF (SS_RELAY_BUF_SIZE - 2048)
+/* The relay buffer's size and layout are the codecs' (codec/codec.h, with
+ * a picture). */
 #define SS_DIR_MAX_IOV 32
 /* A leased buffer: the relay bytes, then the pending-output vector (it only
  * ever points into the same buffer, so it lives and goes with it). */
@@ -48,8 +26,8 @@ enum { SS_IN = 0, SS_OUT = 1 };
 
 typedef enum {
 	SS_XF_COPY,   /* identity */
-	SS_XF_ENCODE, /* plaintext in, AEAD stream out */
-	SS_XF_DECODE, /* AEAD stream in, plaintext out */
+	SS_XF_ENCODE, /* plaintext in, the codec's stream out */
+	SS_XF_DECODE, /* the codec's stream in, plaintext out */
 } ss_xform_t;
 
 typedef enum {
@@ -71,22 +49,20 @@ typedef struct ss_side {
 /* One direction: reads from side[d], writes to side[!d]. */
 typedef struct ss_dir {
 	ss_xform_t xf;
-	/* The stream codec, in the slot's tail (ss_conn_t.tail), sized for the
-	 * method: v1 for SIP004, v2 for SIP022; neither for none. */
-	ss_aead_stream_t *v1;
-	ss_2022_stream_t *v2;
+	/* This direction's codec state, in the slot's tail (ss_conn_t.tail),
+	 * as large as the method's codec needs; NULL when it needs none. */
+	void *codec;
 	uint8_t *buf;  /* leased only while bytes wait in it */
 	uint32_t keep; /* bytes at the front that must stay (plaintext awaiting a write) */
 	uint32_t rpos; /* DECODE: undecoded wire bytes are [rpos, rend) */
 	uint32_t rend;
-	uint16_t lead; /* ENCODE: plaintext already placed in chunk 0 (SIP004: the
-			  address header first) */
+	uint16_t lead; /* plaintext already placed in slot 0 (a request's target
+			  first, where the codec puts it there) */
 	uint32_t outq; /* the sink's unsent bytes at the idle timer's last look while
 			  blocked; UINT32_MAX: no look yet */
 	uint8_t iov_n; /* pending output: iov[iov_i..iov_n) */
 	uint8_t iov_i;
-	bool started;      /* ENCODE: salt sent */
-	bool hdr_pending;  /* ENCODE, clients: the request header is still to go */
+	bool hdr_pending;  /* clients: the request (its target) is still to go */
 	bool splice;       /* COPY between two TCP sockets: moved with splice(2) */
 	bool copy_once;    /* splicing, but the next read goes through user space */
 	bool drained;      /* the last read emptied the source: wait for the watcher */
@@ -104,7 +80,13 @@ typedef struct ss_conn {
 	void *pool_link; /* first: the pool's free list writes here */
 	struct ss_instance *inst;
 	ss_conn_state_t state;
-	uint8_t hs_stage;   /* the handshake's own sub-state */
+	/* The handshake's own state, used only in HANDSHAKE (and, for the
+	 * early bytes, until ss_conn_client_stream takes them). */
+	struct {
+		uint8_t stage;  /* the handshake's own sub-state */
+		uint16_t fill;  /* ss-local: handshake bytes read, at SS_HS_OFF */
+		uint16_t early; /* ss-local: where the payload after the request starts */
+	} hs;
 	bool lookup_busy;   /* a resolver callback is still owed */
 	bool lead_wait;     /* waiting briefly for a first payload to ride with the header */
 	bool bypass;        /* client: the ACL sends it straight to its target */
@@ -120,15 +102,11 @@ typedef struct ss_conn {
 	struct ss_conn *next_closed;
 	struct ss_udp_assoc *udp_assoc; /* UDP_CONTROL: the association it holds */
 	struct ss_conn *udp_next;       /* UDP_CONTROL: not yet matched to one */
-	/* The two directions' codecs, as large as the method needs (a slot is
-	 * sizeof(ss_conn_t) + 2 * ss_conn_codec_size()), so an idle connection
-	 * holds only its own method's state. */
+	/* The two directions' codec states, as large as the method needs (a
+	 * slot is sizeof(ss_conn_t) + 2 * ss_codec_state_size()), so an idle
+	 * connection holds only its own method's state. */
 	_Alignas(64) unsigned char tail[];
 } ss_conn_t;
-
-struct ss_instance;
-/* Bytes of one direction's codec for the instance's method (64-aligned). */
-size_t ss_conn_codec_size(const struct ss_instance *inst);
 
 /* What differs between the programs: how a connection starts. */
 typedef struct ss_handshake_ops {
@@ -196,9 +174,14 @@ const char *ss_conn_peer(const ss_conn_t *c, char *buf, size_t len);
 
 /* The pump (relay/pump.c): moves what it can in direction d. */
 void ss_pump(ss_conn_t *c, int d);
-/* Decodes what is buffered in d into its pending output; SS_OK, SS_ERR. */
-int ss_pump_decode(ss_conn_t *c, int d);
-/* Places plaintext lead bytes in an ENCODE direction's first chunk. */
+/* Decodes what is buffered in d into its pending output, through the
+ * codec (also an identity one: a server's first flight); hdr (may be NULL)
+ * as the codec's decode fills it. SS_OK, SS_ERR. */
+int ss_pump_decode(ss_conn_t *c, int d, ss_codec_hdr_t *hdr);
+/* Moves d's pending output to the front of its buffer, one run of keep
+ * bytes, the undecoded rest after it. */
+void ss_pump_gather(ss_conn_t *c, int d);
+/* Where plaintext lead bytes go: an ENCODE direction's slot 0. */
 uint8_t *ss_pump_lead_area(ss_conn_t *c, int d);
 
 #endif

@@ -46,45 +46,44 @@ static void socks5_fail(ss_conn_t *c, ss_socks5_rep_t rep, const char *why)
 
 static void socks5_accepted(ss_conn_t *c)
 {
-	c->hs_stage = STAGE_GREETING;
+	c->hs.stage = STAGE_GREETING;
 	c->action = "socks5";
 }
 
-static void socks5_consume(ss_dir_t *dir, size_t used)
+static void socks5_consume(ss_conn_t *c, size_t used)
 {
-	uint8_t *hs = dir->buf + SS_HS_OFF;
+	uint8_t *hs = c->dir[SS_IN].buf + SS_HS_OFF;
 
-	memmove(hs, hs + used, dir->rend - used);
-	dir->rend -= used;
+	memmove(hs, hs + used, c->hs.fill - used);
+	c->hs.fill -= used;
 }
 
 static void socks5_inbound(ss_conn_t *c)
 {
-	ss_dir_t *dir = &c->dir[SS_IN];
 	uint8_t *hs = ss_conn_buf(c, SS_IN) + SS_HS_OFF;
 	size_t used;
 	ssize_t n;
 
 	do
-		n = read(c->side[SS_IN].fd, hs + dir->rend, HS_CAP - dir->rend);
+		n = read(c->side[SS_IN].fd, hs + c->hs.fill, HS_CAP - c->hs.fill);
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			ss_conn_close(c, "reading the SOCKS5 handshake failed");
-		else if (!dir->rend)
+		else if (!c->hs.fill)
 			ss_conn_buf_release(c, SS_IN);
 		return;
 	}
 	if (n == 0) {
-		ss_conn_close(c, dir->rend ? "client closed during the SOCKS5 handshake" : NULL);
+		ss_conn_close(c, c->hs.fill ? "client closed during the SOCKS5 handshake" : NULL);
 		return;
 	}
-	dir->rend += n;
+	c->hs.fill += n;
 	ss_conn_touch(c);
 
-	if (c->hs_stage == STAGE_GREETING) {
+	if (c->hs.stage == STAGE_GREETING) {
 		bool noauth = false;
-		int r = ss_socks5_parse_greeting(hs, dir->rend, &used, &noauth);
+		int r = ss_socks5_parse_greeting(hs, c->hs.fill, &used, &noauth);
 		if (r == SS_AGAIN)
 			return;
 		if (r == SS_ERR) {
@@ -99,9 +98,9 @@ static void socks5_inbound(ss_conn_t *c)
 			socks5_end(c, "SOCKS5 client offers no acceptable method");
 			return;
 		}
-		socks5_consume(dir, used);
-		c->hs_stage = STAGE_REQUEST;
-		if (!dir->rend) {
+		socks5_consume(c, used);
+		c->hs.stage = STAGE_REQUEST;
+		if (!c->hs.fill) {
 			/* The request is a round trip away: a client that
 			 * waits holds no buffer meanwhile. */
 			ss_conn_buf_release(c, SS_IN);
@@ -111,9 +110,9 @@ static void socks5_inbound(ss_conn_t *c)
 
 	uint8_t cmd = 0;
 	ss_socks5_rep_t rep = SS_SOCKS5_REP_GENERAL_FAILURE;
-	int r = ss_socks5_parse_request(hs, dir->rend, &used, &cmd, &c->target, &rep);
+	int r = ss_socks5_parse_request(hs, c->hs.fill, &used, &cmd, &c->target, &rep);
 	if (r == SS_AGAIN) {
-		if (dir->rend == HS_CAP)
+		if (c->hs.fill == HS_CAP)
 			ss_conn_close(c, "SOCKS5 request too long");
 		return;
 	}
@@ -149,7 +148,7 @@ static void socks5_inbound(ss_conn_t *c)
 	ss_info("socks5 %s: connect %s", ss_conn_peer(c, peer, sizeof(peer)),
 		ss_addr_format(&c->target, target, sizeof(target)));
 	/* Early payload stays in the handshake area until the stream starts. */
-	dir->rpos = used;
+	c->hs.early = (uint16_t)used;
 	ss_conn_connect_route(c);
 }
 
@@ -172,7 +171,6 @@ static ss_socks5_rep_t socks5_rep_for(int err)
 
 static void socks5_connected(ss_conn_t *c, int err)
 {
-	ss_dir_t *dir = &c->dir[SS_IN];
 	uint8_t out[32];
 	char why[128];
 
@@ -184,8 +182,8 @@ static void socks5_connected(ss_conn_t *c, int err)
 	}
 	size_t n = ss_socks5_encode_reply(SS_SOCKS5_REP_SUCCEEDED, NULL, out, sizeof(out));
 	socks5_send(c, out, n);
-	uint8_t *hs = dir->buf + SS_HS_OFF;
-	ss_conn_client_stream(c, hs + dir->rpos, dir->rend - dir->rpos);
+	uint8_t *hs = c->dir[SS_IN].buf + SS_HS_OFF;
+	ss_conn_client_stream(c, hs + c->hs.early, c->hs.fill - c->hs.early);
 }
 
 const ss_handshake_ops_t ss_hs_socks5 = {

@@ -10,7 +10,7 @@
 #include "util/result.h"
 
 /* One running program: listeners, the connection and buffer pools, the
- * resolver and the salt pool, all on one loop. */
+ * resolver and the codec (with a server's replay pools), all on one loop. */
 
 #define MAX_CONNS_CAP (1u << 18)
 /* Pipes for splice(2) at once (two descriptors each, kept out of the
@@ -317,39 +317,6 @@ static int instance_setup_outbound(struct ss_instance *inst, char *err, size_t e
 	return 0;
 }
 
-/* What a server keeps against replays (exact salt pools: the last salts
- * for SIP004, the request salts of the last 60 s for SIP022) and its
- * users. SIP004 datagrams get a pool of their own: a burst of them must not
- * push out the salts of connections. */
-static int instance_setup_replay(struct ss_instance *inst, char *err, size_t errlen)
-{
-	const ss_config_t *cfg = inst->cfg;
-	size_t cap = (size_t)cfg->replay_capacity;
-	int rc;
-
-	if (inst->plain)
-		return 0; /* nothing to replay against */
-	if (inst->sip022) {
-		rc = ss_saltpool_init(&inst->saltpool, cap, SS_2022_SALT_TTL);
-	} else {
-		rc = ss_saltpool_init_fifo(&inst->saltpool, cap);
-		if (rc == 0 && cfg->mode != SS_MODE_TCP_ONLY)
-			rc = ss_saltpool_init_fifo(&inst->udp_saltpool, cap);
-	}
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot reserve the salt pools for %zu salts", cap);
-		return -ENOMEM;
-	}
-	if (!cfg->n_users)
-		return 0;
-	rc = ss_2022_users_init(&inst->users, cfg->method, inst->be, cfg->n_users);
-	for (size_t i = 0; rc == 0 && i < cfg->n_users; i++)
-		rc = ss_2022_users_add(&inst->users, cfg->users[i].key, (void *)cfg->users[i].name);
-	if (rc < 0)
-		snprintf(err, errlen, "cannot set up the users: %s", strerror(-rc));
-	return rc;
-}
-
 static int instance_setup_acl(struct ss_instance *inst, char *err, size_t errlen)
 {
 	ss_acl_stats_t st;
@@ -386,8 +353,6 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	}
 	inst->cfg = cfg;
 	inst->loop = loop;
-	inst->sip022 = cfg->method->kind == SS_METHOD_2022;
-	inst->plain = cfg->method->kind == SS_METHOD_NONE;
 	/* Silently running without a requested plugin would be worse than
 	 * not starting. */
 	if (cfg->plugin[0]) {
@@ -414,8 +379,11 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	instance_shortage_init(&inst->slots_short, "connection slots free");
 	instance_shortage_init(&inst->fds_short, "descriptors available");
 
-	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t) + 2 * ss_conn_codec_size(inst),
-			 max_conns) < 0 ||
+	if ((rc = ss_codec_setup(&inst->codec, cfg, inst->be, cfg->prog == SS_PROG_SERVER, err,
+				 errlen)) < 0)
+		goto fail;
+	if (ss_pool_init(&inst->conns,
+			 sizeof(ss_conn_t) + 2 * ss_codec_state_size(&inst->codec), max_conns) < 0 ||
 	    ss_pool_init(&inst->bufs, SS_LEASE_SIZE, 2 * max_conns) < 0) {
 		snprintf(err, errlen, "cannot reserve memory for %zu connections", max_conns);
 		rc = -ENOMEM;
@@ -423,8 +391,6 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	}
 	if (ss_resolver_init(&inst->resolver, loop, cfg->nameserver, cfg->ipv6_first, err, errlen) <
 	    0)
-		goto fail;
-	if (cfg->prog == SS_PROG_SERVER && (rc = instance_setup_replay(inst, err, errlen)) < 0)
 		goto fail;
 	if (instance_setup_outbound(inst, err, errlen) < 0)
 		goto fail;
@@ -500,11 +466,9 @@ void ss_instance_destroy(ss_instance_t *inst)
 			ss_conn_slot_free(c);
 	}
 	ev_prepare_stop(inst->loop, &inst->reaper);
-	ss_saltpool_free(&inst->saltpool);
-	ss_saltpool_free(&inst->udp_saltpool);
 	ss_pipe_pool_destroy(&inst->pipes);
 	ss_acl_free(inst->acl);
-	ss_2022_users_free(&inst->users);
+	ss_codec_free(&inst->codec);
 	ss_pool_destroy(&inst->bufs);
 	ss_pool_destroy(&inst->conns);
 	free(inst);

@@ -4,8 +4,7 @@
 #include <ev.h>
 
 #include "config/config.h"
-#include "crypto/aead2022.h"
-#include "crypto/saltpool.h"
+#include "codec/codec.h"
 #include "proto/acl.h"
 #include "net/resolver.h"
 #include "net/sock.h"
@@ -36,19 +35,11 @@ struct ss_instance {
 	ss_pool_t conns;
 	ss_pool_t bufs;
 	ss_resolver_t resolver;
-	bool sip022;            /* a 2022 method: the ss_codec_t in use is v2 */
-	bool plain;             /* method none: no codec, both directions copy */
+	ss_codec_t codec;       /* the method's, with a server's replay pools */
 	ss_acl_t *acl;          /* --acl, or NULL */
 	bool acl_by_addr;       /* the ACL has address rules: names may need a lookup */
 	bool splice_ok;         /* splice(2) may move COPY directions (ss_splice_supported) */
 	ss_pipe_pool_t pipes;   /* their pipes, held only while bytes are in them */
-	/* server: salts seen, exact. SIP004: the last replay_capacity salts of
-	 * connections whose first chunk authenticated, and apart from them
-	 * those of datagrams that opened; SIP022: the request salts of the
-	 * last 60 s (its datagrams carry session and packet ids instead). */
-	ss_saltpool_t saltpool;
-	ss_saltpool_t udp_saltpool;
-	ss_2022_users_t users;  /* server, SIP022 with "users" */
 	ss_udp_relay_t udp;     /* when the mode includes UDP */
 	ss_listener_t listeners[SS_MAX_SERVERS];
 	size_t n_listeners;
@@ -74,12 +65,6 @@ struct ss_instance {
 	ss_stats_t stats;
 	bool stopping;
 };
-
-/* The users table of a multi-user SIP022 server, or NULL. */
-static inline ss_2022_users_t *ss_instance_users(struct ss_instance *inst)
-{
-	return inst->users.n ? &inst->users : NULL;
-}
 
 /* ss-server with an ACL: whether a client at sa may connect (TCP) or send
  * (UDP). */

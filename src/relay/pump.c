@@ -17,165 +17,66 @@
 #define PUMP_ROUNDS 8     /* reads per wake-up, so one busy connection cannot starve the rest */
 #define PUMP_BADDATA (-2) /* the stream failed to decode */
 
-_Static_assert(SS_2022_CHUNKS <= SS_ENC_CHUNKS, "pump_fill's vector holds either layout");
-
 uint8_t *ss_pump_lead_area(ss_conn_t *c, int d)
 {
 	uint8_t *buf = ss_conn_buf(c, d);
 
-	if (c->dir[d].xf != SS_XF_ENCODE)
-		return buf;
-	return c->inst->sip022 ? buf + SS_2022_OFF : buf + SS_ENC_OFF + SS_AEAD_CHUNK_HDR;
+	return c->dir[d].xf == SS_XF_ENCODE ? buf + c->inst->codec.layout.first : buf;
 }
 
-/* SIP004: seals total plaintext bytes laid out in the chunk slots into one
- * contiguous run of wire bytes, salt first on the first call. */
-static int pump_seal(ss_conn_t *c, ss_dir_t *dir, size_t total)
+/* The request's target while the codec may still need it for its header. */
+static const ss_addr_t *pump_req_target(ss_conn_t *c, const ss_dir_t *dir)
 {
-	uint8_t *base = dir->buf + SS_ENC_OFF, *start = base, *end = base;
-	ss_aead_stream_t *s = dir->v1;
-	size_t k = 0;
-
-	if (!dir->started) {
-		start = base - s->method->salt_len;
-		if (ss_aead_enc_start(s, c->inst->cfg->key, start) < 0)
-			return SS_ERR;
-		dir->started = true;
-	}
-	while (total) {
-		size_t m = total < SS_ENC_PAYLOAD ? total : SS_ENC_PAYLOAD;
-		uint8_t *chunk = base + k++ * SS_CHUNK_STRIDE;
-		if (ss_aead_enc_chunk(s, chunk, m) < 0)
-			return SS_ERR;
-		end = chunk + m + SS_AEAD_CHUNK_OVERHEAD;
-		total -= m;
-	}
-	dir->iov[0] = (struct iovec){start, (size_t)(end - start)};
-	dir->iov_i = 0;
-	dir->iov_n = 1;
-	return SS_OK;
+	return dir->hdr_pending ? &c->target : NULL;
 }
 
-/* SIP022: how many plaintext bytes the first slot takes. A request header
- * carries its payload inside a variable header of at most 0xFFFF bytes,
- * after the address and the padding length. */
-static size_t pump_slot0_2022(ss_conn_t *c, const ss_dir_t *dir)
+/* Turns the lead bytes (and n new ones) into pending output: sealed by the
+ * codec, or as they are. A client's request goes out even with nothing in
+ * it (a codec may send a header of padding alone); then the direction that
+ * answers is bound to it. */
+static int pump_emit(ss_conn_t *c, int d, size_t n)
 {
-	uint8_t addr[SS_ADDR_MAX_ENCODED];
-	size_t room;
-
-	if (dir->started || !c->inst->ops->client)
-		return SS_2022_PAYLOAD;
-	room = SS_2022_MAX_PAYLOAD - 2 - ss_addr_encode(&c->target, addr, sizeof(addr));
-	return room < SS_2022_PAYLOAD ? room : SS_2022_PAYLOAD;
-}
-
-/* SIP022: seals the total plaintext bytes laid out in the chunk slots (the
- * first at SS_2022_OFF) in place. The first unit of a client is the request
- * header carrying the first slot (or padding alone when total is 0); a
- * server's is the response header, bound to the request's salt, with the
- * first slot as its first chunk; every other unit is a chunk. */
-static int pump_seal_2022(ss_conn_t *c, ss_dir_t *dir, size_t total)
-{
-	const ss_config_t *cfg = c->inst->cfg;
-	ss_2022_stream_t *s = dir->v2;
-	uint8_t *payload = dir->buf + SS_2022_OFF, *start;
-	uint64_t now = (uint64_t)ev_now(c->inst->loop);
-	size_t slot0 = pump_slot0_2022(c, dir);
-	size_t n = total < slot0 ? total : slot0, len;
-
-	if (dir->started) {
-		start = payload - SS_2022_CHUNK_HDR;
-		if (ss_2022_enc_chunk(s, start, n) < 0)
-			return SS_ERR;
-		len = n + SS_2022_CHUNK_OVERHEAD;
-	} else if (c->inst->ops->client) {
-		uint8_t addr[SS_ADDR_MAX_ENCODED];
-		ss_2022_request_t req = {.addr = addr,
-					 .addr_len = ss_addr_encode(&c->target, addr, sizeof(addr)),
-					 .padding = SS_2022_PAD_AUTO,
-					 .now = now};
-		long h = ss_2022_enc_request(s, &cfg->psks, &req, payload, n, SS_2022_OFF);
-		if (h < 0)
-			return SS_ERR;
-		/* The answer is bound to this request's salt. */
-		ss_2022_dec_start_client(c->dir[SS_OUT].v2, cfg->psks.keys[cfg->psks.n - 1],
-					 s->salt);
-		start = payload - h;
-		len = (size_t)h + n + SS_AEAD_TAG_LEN;
-	} else {
-		const ss_2022_stream_t *req = c->dir[SS_IN].v2;
-		size_t h = SS_2022_RESP_HDR_LEN(s->method);
-		start = payload - h;
-		if (ss_2022_enc_start_response(s, req->user ? req->user->key : cfg->key,
-					       req->salt) < 0 ||
-		    ss_2022_enc_response(s, start, n, now) < 0)
-			return SS_ERR;
-		len = h + n + SS_AEAD_TAG_LEN;
-	}
-	dir->started = true;
-	dir->iov[0] = (struct iovec){start, len};
-	dir->iov_i = 0;
-	dir->iov_n = 1;
-	total -= n;
-	/* The other slots are whole chunks, back to back; a request's first
-	 * slot is shorter, so they may start after a gap: a second piece. */
-	uint8_t *run = payload + SS_2022_STRIDE - SS_2022_CHUNK_HDR, *end = run;
-	for (size_t k = 1; total; k++) {
-		size_t m = total < SS_2022_PAYLOAD ? total : SS_2022_PAYLOAD;
-		uint8_t *chunk = payload + k * SS_2022_STRIDE - SS_2022_CHUNK_HDR;
-		if (ss_2022_enc_chunk(s, chunk, m) < 0)
-			return SS_ERR;
-		end = chunk + m + SS_2022_CHUNK_OVERHEAD;
-		total -= m;
-	}
-	if (end != run) {
-		if (start + len == run)
-			dir->iov[0].iov_len += (size_t)(end - run);
-		else
-			dir->iov[dir->iov_n++] = (struct iovec){run, (size_t)(end - run)};
-	}
-	return SS_OK;
-}
-
-/* Turns the lead bytes (and n new ones) into pending output. */
-static int pump_emit(ss_conn_t *c, ss_dir_t *dir, size_t n)
-{
-	size_t total = dir->lead + n;
+	ss_dir_t *dir = &c->dir[d];
+	ss_codec_t *k = &c->inst->codec;
+	size_t total = dir->lead + n, niov = 0;
 	bool hdr = dir->hdr_pending;
+	int rc = SS_OK;
 
 	if (hdr)
 		c->lead_wait = false;
+	if (total == 0 && !hdr)
+		return SS_OK;
+	if (dir->xf == SS_XF_ENCODE) {
+		rc = k->ops->seal(k, dir->codec, dir->buf, total, (uint64_t)ev_now(c->inst->loop),
+				  pump_req_target(c, dir), dir->iov, &niov);
+	} else if (total) {
+		dir->iov[0] = (struct iovec){dir->buf, total};
+		niov = 1;
+	}
 	dir->lead = 0;
 	dir->hdr_pending = false;
-	if (total == 0 && !(hdr && c->inst->sip022))
-		return SS_OK;
-	if (dir->xf == SS_XF_ENCODE)
-		return c->inst->sip022 ? pump_seal_2022(c, dir, total) : pump_seal(c, dir, total);
-	dir->iov[0] = (struct iovec){dir->buf, total};
 	dir->iov_i = 0;
-	dir->iov_n = 1;
-	return SS_OK;
+	dir->iov_n = (uint8_t)niov;
+	if (rc == SS_OK && hdr && ss_codec_bind(k, dir->codec, c->dir[!d].codec) < 0)
+		rc = SS_ERR;
+	return rc;
 }
 
-int ss_pump_decode(ss_conn_t *c, int d)
+int ss_pump_decode(ss_conn_t *c, int d, ss_codec_hdr_t *hdr)
 {
 	ss_dir_t *dir = &c->dir[d];
+	ss_codec_t *k = &c->inst->codec;
 	ss_span_t spans[SS_DIR_MAX_IOV];
 	size_t consumed = 0, ns = 0, i;
 	size_t room = SS_DIR_MAX_IOV - dir->iov_n;
-	uint8_t *p = dir->buf + dir->rpos;
-	size_t len = dir->rend - dir->rpos;
-	int r;
 
+	if (hdr)
+		memset(hdr, 0, sizeof(*hdr));
 	if (room == 0 || dir->rpos >= dir->rend)
 		return SS_OK;
-	if (c->inst->sip022)
-		r = ss_2022_dec(dir->v2, p, len, (uint64_t)ev_now(c->inst->loop), &consumed, spans,
-				room, &ns, NULL);
-	else
-		r = ss_aead_dec(dir->v1, p, len, &consumed, spans, room, &ns);
-	if (r != SS_OK)
+	if (k->ops->decode(k, dir->codec, dir->buf + dir->rpos, dir->rend - dir->rpos,
+			   (uint64_t)ev_now(c->inst->loop), &consumed, spans, room, &ns,
+			   hdr) != SS_OK)
 		return SS_ERR;
 	dir->rpos += consumed;
 	for (i = 0; i < ns; i++) {
@@ -198,6 +99,20 @@ static void pump_compact(ss_conn_t *c, int d)
 	dir->rend = dir->keep + left;
 	if (dir->rend == 0)
 		ss_conn_buf_release(c, d);
+}
+
+void ss_pump_gather(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+
+	/* The pieces lie in order before rpos, so each moves down over room
+	 * already taken. */
+	for (size_t i = dir->iov_i; i < dir->iov_n; i++) {
+		memmove(dir->buf + dir->keep, dir->iov[i].iov_base, dir->iov[i].iov_len);
+		dir->keep += dir->iov[i].iov_len;
+	}
+	dir->iov_i = dir->iov_n = 0;
+	pump_compact(c, d);
 }
 
 /* Writes pending output: SS_OK when all of it is out, SS_AGAIN when the sink
@@ -243,7 +158,7 @@ static int pump_after_flush(ss_conn_t *c, int d)
 		return SS_AGAIN;
 	}
 	dir->keep = 0;
-	if (ss_pump_decode(c, d) != SS_OK)
+	if (ss_pump_decode(c, d, NULL) != SS_OK)
 		return SS_ERR;
 	if (dir->iov_n)
 		return SS_OK;
@@ -263,20 +178,17 @@ static int pump_fill(ss_conn_t *c, int d)
 
 	do {
 		if (dir->xf == SS_XF_ENCODE) {
-			/* Straight into the chunk slots, behind the lead bytes. */
-			bool v2 = c->inst->sip022;
-			uint8_t *base =
-			    v2 ? buf + SS_2022_OFF : buf + SS_ENC_OFF + SS_AEAD_CHUNK_HDR;
-			size_t payload = v2 ? SS_2022_PAYLOAD : SS_ENC_PAYLOAD;
-			size_t stride = v2 ? SS_2022_STRIDE : SS_CHUNK_STRIDE;
-			int slots = v2 ? SS_2022_CHUNKS : SS_ENC_CHUNKS;
-			struct iovec iov[SS_ENC_CHUNKS];
-			for (int k = 0; k < slots; k++)
-				iov[k] = (struct iovec){base + k * stride, payload};
-			iov[0].iov_base = base + dir->lead;
-			iov[0].iov_len = (v2 ? pump_slot0_2022(c, dir) : payload) - dir->lead;
-			want = iov[0].iov_len + (size_t)(slots - 1) * payload;
-			n = readv(fd, iov, slots);
+			/* Straight into the codec's slots, behind the lead bytes. */
+			ss_codec_t *k = &c->inst->codec;
+			const ss_codec_layout_t *l = &k->layout;
+			struct iovec iov[SS_CODEC_MAX_SLOTS];
+			for (size_t i = 0; i < l->slots; i++)
+				iov[i] = (struct iovec){buf + l->first + i * l->stride, l->payload};
+			iov[0].iov_base = buf + l->first + dir->lead;
+			iov[0].iov_len = k->ops->slot0(k, dir->codec, pump_req_target(c, dir)) -
+					 dir->lead;
+			want = iov[0].iov_len + (size_t)(l->slots - 1) * l->payload;
+			n = readv(fd, iov, (int)l->slots);
 		} else if (dir->xf == SS_XF_DECODE) {
 			want = SS_RELAY_BUF_SIZE - dir->rend;
 			n = read(fd, buf + dir->rend, want);
@@ -301,7 +213,7 @@ static int pump_fill(ss_conn_t *c, int d)
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return SS_ERR;
 		if ((dir->lead || dir->hdr_pending) && !c->lead_wait)
-			return pump_emit(c, dir, 0);
+			return pump_emit(c, d, 0);
 		if (dir->xf == SS_XF_DECODE)
 			pump_compact(c, d);
 		else if (!dir->lead)
@@ -318,32 +230,36 @@ static int pump_fill(ss_conn_t *c, int d)
 			return SS_OK;
 		}
 		if (dir->lead || dir->hdr_pending)
-			return pump_emit(c, dir, 0);
+			return pump_emit(c, d, 0);
 		ss_conn_buf_release(c, d);
 		return SS_OK;
 	}
 	ss_conn_touch(c);
 	if (dir->xf != SS_XF_DECODE) {
 		dir->bytes += n;
-		return pump_emit(c, dir, n);
+		return pump_emit(c, d, n);
 	}
 	dir->rend += n;
-	if (ss_pump_decode(c, d) != SS_OK)
+	if (ss_pump_decode(c, d, NULL) != SS_OK)
 		return PUMP_BADDATA;
 	if (!dir->iov_n)
 		pump_compact(c, d);
 	return SS_OK;
 }
 
-static void pump_fail(ss_conn_t *c, int d, const char *what)
+/* The stream failed to decode: the codec says why. */
+static void pump_fail(ss_conn_t *c, int d)
 {
+	ss_codec_t *k = &c->inst->codec;
+	const char *why = k->ops->why(k, c->dir[d].codec);
+
 	/* A server never reacts to a bad client stream in a way that tells
 	 * anything about where it went wrong. */
 	if (!c->inst->ops->client && d == SS_IN) {
-		ss_conn_drain(c, what);
+		ss_conn_drain(c, why);
 		return;
 	}
-	ss_conn_close(c, what);
+	ss_conn_close(c, why);
 }
 
 /* The source has ended and all it gave is written: half-close the sink, and
@@ -461,7 +377,7 @@ void ss_pump(ss_conn_t *c, int d)
 			}
 			r = pump_after_flush(c, d);
 			if (r == SS_ERR) {
-				pump_fail(c, d, "decryption failed");
+				pump_fail(c, d);
 				return;
 			}
 			if (r == SS_OK)
@@ -488,7 +404,7 @@ void ss_pump(ss_conn_t *c, int d)
 			return;
 		}
 		if (r == PUMP_BADDATA) {
-			pump_fail(c, d, "decryption failed");
+			pump_fail(c, d);
 			return;
 		}
 		if (r == SS_ERR) {

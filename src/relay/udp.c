@@ -1,5 +1,4 @@
 #include "relay/udp.h"
-#include "relay/udp_internal.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -20,13 +19,18 @@
 #include "util/result.h"
 
 #define UDP_DNS_TTL 30.0
+/* Where a datagram's payload (or its address) starts in the relay buffer:
+ * room before it for the largest header a codec puts in front (with identity
+ * identity headers, the longest) and, on the way back to an ss-local
+ * client, a SOCKS5 UDP header. */
+#define UDP_HEAD 256
 
 static const char *udp_peer(const struct sockaddr *sa, char *buf, size_t len)
 {
 	return ss_sockaddr_format(sa, buf, len);
 }
 
-void ss_udp_drop(ss_udp_relay_t *u, const struct sockaddr *from, const char *why)
+static void ss_udp_drop(ss_udp_relay_t *u, const struct sockaddr *from, const char *why)
 {
 	char peer[SS_ADDR_STRLEN];
 
@@ -35,7 +39,7 @@ void ss_udp_drop(ss_udp_relay_t *u, const struct sockaddr *from, const char *why
 		why);
 }
 
-ssize_t ss_udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
+static ssize_t ss_udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
 		    socklen_t *fromlen)
 {
 	struct iovec iov = {buf, cap};
@@ -57,7 +61,7 @@ ssize_t ss_udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_storage *f
 	return n;
 }
 
-void ss_udp_send(ss_udp_relay_t *u, int fd, const uint8_t *p, size_t len, const struct sockaddr *to,
+static void ss_udp_send(ss_udp_relay_t *u, int fd, const uint8_t *p, size_t len, const struct sockaddr *to,
 		 socklen_t tolen)
 {
 	ssize_t n;
@@ -91,10 +95,7 @@ static void udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	}
 	ev_io_stop(u->loop, &a->io);
 	close(a->io.fd);
-	if (u->sip022) {
-		ss_2022_udp_session_reset(&u->u22, &a->tx);
-		ss_2022_udp_session_reset(&u->u22, &a->rx);
-	}
+	ss_codec_udp_assoc_reset(u->k, u->codec, a->codec);
 	ss_udp_table_unlink(&u->table, &a->entry);
 	ss_udp_table_put(&u->table, &a->entry);
 }
@@ -159,21 +160,7 @@ static int udp_assoc_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	return fd;
 }
 
-/* SIP022: the slot's session states, set up on its first use and kept. */
-static int udp_assoc_sessions(ss_udp_relay_t *u, ss_udp_assoc_t *a)
-{
-	if (a->sessions_ready)
-		return 0;
-	if (ss_2022_udp_session_init(&u->u22, &a->tx) < 0 ||
-	    ss_2022_udp_session_init(&u->u22, &a->rx) < 0) {
-		ss_2022_udp_session_free(&u->u22, &a->tx);
-		return -ENOMEM;
-	}
-	a->sessions_ready = true;
-	return 0;
-}
-
-ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, socklen_t klen,
+static ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, socklen_t klen,
 				 const struct sockaddr *client, socklen_t clen, uint8_t listener)
 {
 	ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(&u->table, key, klen);
@@ -208,12 +195,11 @@ ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, 
 		ss_udp_table_put(&u->table, &a->entry);
 		return NULL;
 	}
-	/* SIP022: a client sends with a session of its own from the start; a
-	 * server's own session is started by its caller, for the client's
-	 * user. */
-	if (u->sip022 && (udp_assoc_sessions(u, a) < 0 ||
-			  (u->client && ss_2022_udp_session_start(
-					    &u->u22, &a->tx, ss_udp2022_new_id(), NULL) < 0))) {
+	/* A client sends with a session of its own from the start (where the
+	 * codec has sessions); a server's association takes the client's
+	 * (ss_codec_udp_adopt, by its caller). */
+	if (ss_codec_udp_assoc_init(u->k, u->codec, a->codec) < 0 ||
+	    (u->client && ss_codec_udp_assoc_start(u->k, u->codec, a->codec) < 0)) {
 		ss_warn("udp %s: cannot set up the session cipher state",
 			udp_peer(client, peer, sizeof(peer)));
 		close(fd);
@@ -329,54 +315,16 @@ int ss_udp_bound_addr(ss_udp_relay_t *u, ss_conn_t *c, struct sockaddr_storage *
 	return 0;
 }
 
-/* --- SIP004 packets: [salt][sealed address + payload][tag]; method none:
- * [address][payload] --- */
-
-/* Seals the len bytes at plain (address, then payload) in place. */
-static long udp_aead_seal(ss_udp_relay_t *u, uint8_t *plain, size_t len, uint8_t **out)
-{
-	struct ss_instance *inst = u->inst;
-	const ss_method_t *m = inst->cfg->method;
-
-	*out = plain - m->salt_len;
-	if (m->kind == SS_METHOD_NONE)
-		return (long)len;
-	return ss_aead_seal_packet(m, inst->be, &u->aead, inst->cfg->key, plain, len, *out,
-				   SS_UDP_BUF_SIZE - (size_t)(*out - u->buf));
-}
-
-/* Opens a packet received at UDP_HEAD - salt_len; the address starts at
- * UDP_HEAD. NULL, or why not. */
-static const char *udp_aead_open(ss_udp_relay_t *u, size_t len, ss_udp_pkt_t *p)
-{
-	struct ss_instance *inst = u->inst;
-	const ss_method_t *m = inst->cfg->method;
-	uint8_t *wire = u->buf + UDP_HEAD - m->salt_len, *plain;
-	size_t used;
-	long plen = (long)len;
-
-	plain = wire;
-	if (m->kind != SS_METHOD_NONE) {
-		plen =
-		    ss_aead_open_packet(m, inst->be, &u->aead, inst->cfg->key, wire, len, &plain);
-		if (plen < 0)
-			return "failed to decrypt";
-		if (!u->client && ss_saltpool_check_add(&inst->udp_saltpool, wire, m->salt_len,
-							(uint64_t)ev_now(u->loop)) != 0)
-			return "repeated salt, possible replay";
-	}
-	if (ss_addr_parse(plain, (size_t)plen, &p->addr, &used) != SS_OK)
-		return "bad address header";
-	p->addr_raw = plain;
-	p->payload = plain + used;
-	p->payload_len = (size_t)plen - used;
-	return NULL;
-}
-
-/* Where a packet from the other relay lands in the buffer. */
+/* Where a datagram from the other relay lands, so that it opens in place
+ * with its plaintext at UDP_HEAD. */
 static uint8_t *udp_wire(ss_udp_relay_t *u)
 {
-	return u->buf + UDP_HEAD - (u->sip022 ? 0 : u->inst->cfg->method->salt_len);
+	return u->buf + UDP_HEAD - u->k->udp_rx_lead;
+}
+
+static uint64_t udp_now(ss_udp_relay_t *u)
+{
+	return (uint64_t)ev_now(u->loop);
 }
 
 #define UDP_NONE (-2)  /* nothing to read */
@@ -408,17 +356,17 @@ static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	struct ss_instance *inst = u->inst;
 	struct sockaddr_storage from;
 	socklen_t fromlen = 0;
-	uint8_t *plain = u->buf + UDP_HEAD, *data, *out;
+	uint8_t *at = u->buf + UDP_HEAD, *data, *out;
 	size_t addr_len = 0, dlen;
 	ssize_t n;
 	long w;
 
 	if (u->socks5) {
-		/* [RSV RSV FRAG][address][data] lands with the address at plain. */
-		data = plain - 3;
+		/* [RSV RSV FRAG][address][data] lands with the address at at. */
+		data = at - 3;
 	} else {
-		addr_len = ss_addr_encode(&inst->cfg->tunnel_addr, plain, SS_ADDR_MAX_ENCODED);
-		data = plain + addr_len;
+		addr_len = ss_addr_encode(&inst->cfg->tunnel_addr, at, SS_ADDR_MAX_ENCODED);
+		data = at + addr_len;
 	}
 	n = udp_listener_recv(u, l, data,
 			      SS_UDP_BUF_SIZE - (size_t)(data - u->buf) - SS_AEAD_TAG_LEN, &from,
@@ -456,8 +404,8 @@ static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	}
 	if (a->control)
 		ss_conn_touch(a->control);
-	w = u->sip022 ? ss_udp2022_seal(u, a, plain, addr_len, dlen, &out)
-		      : udp_aead_seal(u, plain, addr_len + dlen, &out);
+	w = u->k->ops->udp_seal(u->k, u->codec, a->codec, u->buf, SS_UDP_BUF_SIZE, at, addr_len,
+				dlen, udp_now(u), &out);
 	if (w < 0) {
 		ss_udp_drop(u, (struct sockaddr *)&from, "sealing failed");
 		return true;
@@ -471,7 +419,7 @@ static bool udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
 	const struct sockaddr *client = (struct sockaddr *)&a->peer;
 	uint8_t *wire = udp_wire(u);
-	ss_udp_pkt_t p;
+	ss_codec_pkt_t p;
 	const char *why;
 	ssize_t n;
 
@@ -485,8 +433,7 @@ static bool udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 		 * server's side tell nothing */
 		return n == -EMSGSIZE;
 	}
-	why = u->sip022 ? ss_udp2022_open_answer(u, a, wire, (size_t)n, &p)
-			: udp_aead_open(u, (size_t)n, &p);
+	why = u->k->ops->udp_open_answer(u->k, u->codec, a->codec, wire, (size_t)n, udp_now(u), &p);
 	if (why) {
 		char text[128];
 		snprintf(text, sizeof(text), "answer from the server refused: %s", why);
@@ -620,7 +567,7 @@ static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss
 	ss_resolver_lookup(&u->inst->resolver, &d->req, d->name, t->port, udp_dns_done, d);
 }
 
-void ss_udp_to_target(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *target,
+static void ss_udp_to_target(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *target,
 		      const uint8_t *data, size_t len)
 {
 	struct sockaddr_storage to;
@@ -634,6 +581,30 @@ void ss_udp_to_target(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *tar
 	udp_server_send(u, a, data, len, (struct sockaddr *)&to);
 }
 
+/* A new server association for an accepted datagram d from client: it
+ * takes the datagram's session from the codec. NULL when it cannot be made. */
+static ss_udp_assoc_t *udp_server_assoc(ss_udp_relay_t *u, ss_codec_dgram_t *d,
+					const struct sockaddr_storage *client, socklen_t clen,
+					uint8_t listener)
+{
+	ss_udp_assoc_t *a = ss_udp_assoc_get(u, (struct sockaddr *)&d->key, d->key_len,
+					     (const struct sockaddr *)client, clen, listener);
+	const char *user;
+
+	if (!a)
+		return NULL;
+	if (ss_codec_udp_adopt(u->k, u->codec, a->codec, d) < 0) {
+		udp_assoc_destroy(u, a);
+		return NULL;
+	}
+	if ((user = ss_codec_udp_user(u->k, d))) {
+		char peer[SS_ADDR_STRLEN];
+		ss_info("udp %s: user %s: new session",
+			udp_peer((const struct sockaddr *)client, peer, sizeof(peer)), user);
+	}
+	return a;
+}
+
 /* A datagram from a client: open it and send the payload to its target. */
 static bool udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 {
@@ -641,8 +612,9 @@ static bool udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	struct sockaddr_storage from;
 	socklen_t fromlen = 0;
 	uint8_t *wire = udp_wire(u);
-	ss_udp_assoc_t *a = NULL;
-	ss_udp_pkt_t p;
+	ss_codec_t *k = u->k;
+	ss_codec_dgram_t d;
+	ss_codec_pkt_t p;
 	const char *why;
 	ssize_t n;
 
@@ -654,20 +626,28 @@ static bool udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 		ss_udp_drop(u, (struct sockaddr *)&from, "client refused by the ACL");
 		return true;
 	}
-	why = u->sip022 ? ss_udp2022_open_request(u, l, &from, fromlen, wire, (size_t)n, &p, &a)
-			: udp_aead_open(u, (size_t)n, &p);
+	/* The codec opens it as far as telling its association (the client's
+	 * address, or its session), then the rest against that association. */
+	why = k->ops->udp_open_request(k, u->codec, wire, (size_t)n, udp_now(u),
+				       (struct sockaddr *)&from, fromlen, &d);
+	ss_udp_assoc_t *a = why ? NULL
+				: (ss_udp_assoc_t *)ss_udp_table_find(
+				      &u->table, (struct sockaddr *)&d.key, d.key_len);
+	if (!why)
+		why = k->ops->udp_accept(k, u->codec, a ? a->codec : NULL, &d, udp_now(u), &p);
+	if (!why && inst->cfg->mtu && p.payload_len > (size_t)inst->cfg->mtu)
+		why = "larger than --mtu";
 	if (why) {
 		ss_udp_drop(u, (struct sockaddr *)&from, why);
 		return true;
 	}
-	if (inst->cfg->mtu && p.payload_len > (size_t)inst->cfg->mtu) {
-		ss_udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
-		return true;
-	}
-	if (!a)
-		a = ss_udp_assoc_get(u, (struct sockaddr *)&from, fromlen, (struct sockaddr *)&from,
-				     fromlen, l->index);
-	if (!a) {
+	if (a) {
+		ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
+		/* Answers follow the client to the address it last sent from. */
+		memcpy(&a->peer, &from, fromlen);
+		a->peer_len = fromlen;
+		a->listener = l->index;
+	} else if (!(a = udp_server_assoc(u, &d, &from, fromlen, l->index))) {
 		ss_udp_drop(u, (struct sockaddr *)&from, "no association");
 		return true;
 	}
@@ -708,8 +688,8 @@ static bool udp_server_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	uint8_t hdr[SS_ADDR_MAX_ENCODED];
 	size_t hlen = ss_addr_encode(&src, hdr, sizeof(hdr));
 	memcpy(data - hlen, hdr, hlen);
-	w = u->sip022 ? ss_udp2022_seal(u, a, data - hlen, hlen, (size_t)n, &out)
-		      : udp_aead_seal(u, data - hlen, hlen + (size_t)n, &out);
+	w = u->k->ops->udp_seal(u->k, u->codec, a->codec, u->buf, SS_UDP_BUF_SIZE, data - hlen,
+				hlen, (size_t)n, udp_now(u), &out);
 	if (w < 0) {
 		ss_udp_drop(u, (struct sockaddr *)&a->peer, "sealing failed");
 		return true;
@@ -753,6 +733,21 @@ static void udp_outbound_cb(struct ev_loop *loop, ev_io *w, int revents)
 		;
 }
 
+/* Releases what ss_udp_init made, in any state it leaves on failure. */
+static void udp_release(ss_udp_relay_t *u)
+{
+	if (u->codec) {
+		ss_codec_udp_free(u->k, u->codec);
+		free(u->codec);
+		u->codec = NULL;
+	}
+	if (u->buf) {
+		munmap(u->buf, SS_UDP_BUF_SIZE * (1 + SS_UDP_DNS_SLOTS));
+		u->buf = NULL;
+	}
+	ss_udp_table_free(&u->table);
+}
+
 int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, char *err,
 		size_t errlen)
 {
@@ -763,11 +758,12 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, c
 	memset(u, 0, sizeof(*u));
 	u->inst = inst;
 	u->loop = inst->loop;
+	u->k = &inst->codec;
 	u->client = cfg->prog != SS_PROG_SERVER;
 	u->socks5 = cfg->prog == SS_PROG_LOCAL;
 	u->timeout = cfg->udp_timeout > 0 ? cfg->udp_timeout : 60;
-	rc = ss_udp_table_init(&u->table, sizeof(ss_udp_assoc_t),
-			       offsetof(ss_udp_assoc_t, sessions_ready), max);
+	rc = ss_udp_table_init(&u->table, sizeof(ss_udp_assoc_t) + u->k->ops->udp_assoc_size,
+			       offsetof(ss_udp_assoc_t, codec), max);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot reserve %zu UDP associations", max);
 		return rc;
@@ -776,22 +772,21 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, c
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (u->buf == MAP_FAILED) {
 		u->buf = NULL;
-		ss_udp_table_free(&u->table);
+		udp_release(u);
 		snprintf(err, errlen, "cannot reserve UDP buffers");
 		return -ENOMEM;
 	}
 	u->pending_area = u->buf + SS_UDP_BUF_SIZE;
-	rc = inst->be->aead_init(&u->aead, cfg->method->alg);
+	/* Once, at start-up: the codec's keys and cipher states for datagrams. */
+	u->codec = calloc(1, u->k->ops->udp_relay_size ? u->k->ops->udp_relay_size : 1);
+	rc = u->codec ? ss_codec_udp_init(u->k, u->codec) : -ENOMEM;
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot set up the UDP cipher state");
-		munmap(u->buf, SS_UDP_BUF_SIZE * (1 + SS_UDP_DNS_SLOTS));
-		ss_udp_table_free(&u->table);
-		return rc;
-	}
-	if (cfg->method->kind == SS_METHOD_2022 && (rc = ss_udp2022_init(u, err, errlen)) < 0) {
-		inst->be->aead_free(&u->aead);
-		munmap(u->buf, SS_UDP_BUF_SIZE * (1 + SS_UDP_DNS_SLOTS));
-		ss_udp_table_free(&u->table);
+		if (u->codec) {
+			free(u->codec);
+			u->codec = NULL;
+		}
+		udp_release(u);
+		snprintf(err, errlen, "cannot set up the UDP cipher state: %s", strerror(-rc));
 		return rc;
 	}
 	ev_init(&u->expiry, udp_expiry_cb);
@@ -841,17 +836,11 @@ void ss_udp_free(ss_udp_relay_t *u)
 		close(u->listeners[i].io.fd);
 	}
 	ev_timer_stop(u->loop, &u->expiry);
-	u->inst->be->aead_free(&u->aead);
-	if (u->sip022) {
-		for (size_t i = 0; i < u->table.pool.fresh; i++) {
-			ss_udp_assoc_t *x = ss_pool_at(&u->table.pool, i);
-			ss_2022_udp_session_free(&u->u22, &x->tx);
-			ss_2022_udp_session_free(&u->u22, &x->rx);
-		}
-		ss_2022_udp_session_free(&u->u22, &u->scratch);
-		ss_2022_udp_free(&u->u22);
+	/* What the slots kept across associations. */
+	for (size_t i = 0; i < u->table.pool.fresh; i++) {
+		ss_udp_assoc_t *x = ss_pool_at(&u->table.pool, i);
+		ss_codec_udp_assoc_free(u->k, u->codec, x->codec);
 	}
-	munmap(u->buf, SS_UDP_BUF_SIZE * (1 + SS_UDP_DNS_SLOTS));
-	ss_udp_table_free(&u->table);
+	udp_release(u);
 	u->ready = false;
 }

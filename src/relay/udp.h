@@ -6,14 +6,12 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "codec/codec.h"
 #include "config/config.h"
-#include "crypto/aead2022.h"
-#include "crypto/primitives.h"
-#include "crypto/window.h"
 #include "net/resolver.h"
 #include "relay/udp_table.h"
 
-/* The UDP relay of one instance. Clients (ss-local, ss-tunnel) take plain
+/* The UDP relay of one instance. Clients (ss-local, ss-tunnel) take the
  * datagrams on their listening socket and send each, sealed, to the server
  * from a socket of their own per client address; the server opens them and
  * sends the payload to its target from one socket per client association
@@ -26,28 +24,23 @@ struct ss_conn;
 #define SS_UDP_BUF_SIZE (65536 + 1024)
 #define SS_UDP_DNS_SLOTS 64
 
-/* One association: a client address, or on a SIP022 server a client
- * session, with the socket that talks to the other side. */
+/* One association: a client address, or what the codec keys it by (a
+ * client session), with the socket that talks to the other
+ * side. */
 typedef struct ss_udp_assoc {
-	ss_udp_entry_t entry; /* first: key = the client's address, or its session id */
+	ss_udp_entry_t entry; /* first: key = the client's address, or its session */
 	struct ss_udp_relay *relay;
 	ev_io io;                /* the outbound socket */
 	uint8_t listener;        /* which listening socket the client talks to */
 	uint8_t server;          /* clients: the server this association uses */
 	uint8_t family;          /* of the outbound socket */
-	bool rx_known;           /* SIP022 client: a server session has been seen */
 	struct ss_conn *control; /* ss-local: the SOCKS5 connection it belongs to */
-	/* Where answers go: the client's address (on a SIP022 server, the
-	 * last one a valid packet came from). */
+	/* Where answers go: the address the last valid datagram came from. */
 	struct sockaddr_storage peer;
 	socklen_t peer_len;
-	ss_window_t window; /* SIP022: the packet ids of rx */
-	/* Kept with the table slot across associations (keep_from): SIP022,
-	 * the session this side sends with and the peer's (the client's on a
-	 * server, the server's on a client), their cipher states set up on the
-	 * slot's first use. */
-	bool sessions_ready;
-	ss_2022_udp_session_t tx, rx;
+	/* The codec's state of this association (ops->udp_assoc_size bytes),
+	 * kept with the table slot across associations (keep_from). */
+	_Alignas(64) unsigned char codec[];
 } ss_udp_assoc_t;
 
 typedef struct ss_udp_listener {
@@ -95,10 +88,8 @@ typedef struct ss_udp_relay {
 	ev_tstamp timeout;
 	uint8_t *buf;
 	uint8_t *pending_area; /* SS_UDP_DNS_SLOTS datagrams, touched only when used */
-	ss_aead_t aead;
-	bool sip022;
-	ss_2022_udp_t u22;             /* SIP022: the keys */
-	ss_2022_udp_session_t scratch; /* SIP022: a new session until its packet validates */
+	ss_codec_t *k;         /* the instance's codec */
+	void *codec;           /* its state for this relay (ops->udp_relay_size bytes) */
 	ss_udp_dns_t dns[SS_UDP_DNS_SLOTS];
 	struct ss_conn *controls; /* ss-local: UDP ASSOCIATE connections not yet matched */
 	ss_udp_stats_t stats;

@@ -30,16 +30,6 @@ static void udp_canon(const struct sockaddr *sa, canon_t *c)
 	}
 }
 
-void ss_udp_session_key(uint64_t id, struct sockaddr_storage *out, socklen_t *len)
-{
-	struct sockaddr_in6 *k = (struct sockaddr_in6 *)out;
-
-	memset(out, 0, sizeof(*out));
-	k->sin6_family = AF_UNSPEC;
-	memcpy(&k->sin6_addr, &id, sizeof(id));
-	*len = sizeof(*k);
-}
-
 bool ss_udp_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
 {
 	canon_t ca, cb;

@@ -8,9 +8,10 @@
 
 #include "util/pool.h"
 
-/* The UDP association table: entries keyed by the client's address, found
- * through a fixed hash, kept in least-recently-used order so that idle
- * expiry and eviction both take from the tail. Entries come from a pool
+/* The UDP association table: entries keyed by the client's address (or,
+ * where the codec keys associations by session, an AF_UNSPEC key laid out as
+ * an IPv6 address), found through a fixed hash, kept in least-recently-used
+ * order so that idle expiry and eviction both take from the tail. Entries come from a pool
  * reserved at start-up; nothing is allocated per datagram. The table knows
  * nothing of sockets: the caller embeds ss_udp_entry_t first in its own
  * association and releases what it holds when told an entry goes. */
@@ -60,8 +61,6 @@ void ss_udp_table_put(ss_udp_table_t *t, ss_udp_entry_t *e);
 /* The least recently used entry if it has been idle for timeout seconds at
  * now, else NULL. */
 ss_udp_entry_t *ss_udp_table_expired(ss_udp_table_t *t, double now, double timeout);
-/* The key of a SIP022 server's association: the client's session id. */
-void ss_udp_session_key(uint64_t id, struct sockaddr_storage *out, socklen_t *len);
 /* Same keys, including the port (IPv4-mapped IPv6 equals IPv4). */
 bool ss_udp_addr_equal(const struct sockaddr *a, const struct sockaddr *b);
 

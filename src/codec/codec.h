@@ -1,0 +1,360 @@
+#ifndef SS_CODEC_CODEC_H
+#define SS_CODEC_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "config/config.h"
+#include "crypto/aead.h"
+#include "crypto/aead2022.h"
+#include "crypto/method.h"
+#include "crypto/primitives.h"
+#include "crypto/saltpool.h"
+#include "proto/addr.h"
+
+/* Codecs: how bytes travel between ss-local/ss-tunnel and ss-server, one
+ * table of operations per method family (codec_aead.c: SIP004 AEAD;
+ * codec_2022.c: SIP022 with SIP023 identity headers; codec_none.c: no
+ * encryption). The relay (src/relay) sees a codec only through this
+ * interface and never asks which method runs; ss_codec_setup is the one
+ * place that picks the table for a method.
+ *
+ * TCP: a connection has two directions, each with an opaque state of
+ * ops->state_size bytes that lives in the connection slot. One direction
+ * encodes (what a client reads from its application, what a server reads
+ * from the target) and the other decodes. The direction that carries the
+ * request (a client's encoder, a server's decoder) binds the other one to it
+ * once the request has gone or arrived (ops->bind): a SIP022 response names
+ * its request's salt.
+ *
+ * UDP: whole datagrams, sealed and opened in place in the relay's datagram
+ * buffer, with a state per relay and one per association. */
+
+/* ---- The relay buffer, as an encoder fills it ----
+ *
+ * One read fills several plaintext slots, each sealed in place into a chunk,
+ * and one write sends them: fewer system calls per byte. Slot k's plaintext
+ * starts at first + k * stride; the codec writes what goes before a slot
+ * (its chunk's sealed length, and before slot 0 the stream's header) and
+ * after it (the tag).
+ *
+ *   SIP004 (first = 50, stride = 16290, payload = 16256, 16 slots):
+ *
+ *   0     32-salt 32      50                  16306  16322     16340
+ *   |      [salt][len+tag][ slot 0 plaintext ][ tag ][len+tag][ slot 1 ...
+ *
+ *   SIP022 (first = 1344, stride = 65442, payload = 65408, 4 slots):
+ *
+ *   0        1344-h     1344                 66752  66768     66786
+ *   |         [ header ][ slot 0 plaintext  ][ tag ][len+tag][ slot 1 ...
+ *
+ *   The header is a request's (salt, identity headers, fixed and variable
+ *   header, at most SS_2022_REQ_HDR_MAX bytes) or a response's; a request's
+ *   slot 0 takes at most what its variable header leaves (ops->slot0).
+ *
+ *   none: the plaintext as it is, from 0 (identity codecs are copied, and
+ *   spliced, by the relay: ops->identity).
+ *
+ * A decoder reads into the whole buffer and opens in place.
+ *
+ * ss-local reads the SOCKS5 handshake into the last SS_HS_LEN bytes, which
+ * only the last slots overlap: its early payload is moved into slot 0 before
+ * any slot is filled (ss_conn_client_stream), and slot 0 ends before the
+ * handshake area for every codec (checked below). */
+
+#define SS_HS_LEN 2048
+#define SS_AEAD_FIRST (SS_MAX_SALT_LEN + SS_AEAD_CHUNK_HDR)
+#define SS_AEAD_SLOT SS_AEAD_FILL_PAYLOAD
+#define SS_AEAD_STRIDE (SS_AEAD_SLOT + SS_AEAD_CHUNK_OVERHEAD)
+#define SS_AEAD_SLOTS 16
+#define SS_2022_FIRST ((SS_2022_REQ_HDR_MAX + 63) & ~63)
+/* The protocol's maximum rounded down to a multiple of 128, on which
+ * OpenSSL's ChaCha20-Poly1305 runs a third faster. */
+#define SS_2022_SLOT (SS_2022_MAX_PAYLOAD & ~127)
+#define SS_2022_STRIDE (SS_2022_SLOT + SS_2022_CHUNK_OVERHEAD)
+#define SS_2022_SLOTS 4
+#define SS_CODEC_END(first, stride, slots) ((first) + (slots) * (stride)-SS_AEAD_CHUNK_HDR)
+#define SS_BUF_AEAD SS_CODEC_END(SS_AEAD_FIRST, SS_AEAD_STRIDE, SS_AEAD_SLOTS)
+#define SS_BUF_2022 SS_CODEC_END(SS_2022_FIRST, SS_2022_STRIDE, SS_2022_SLOTS)
+#define SS_RELAY_BUF_SIZE (((SS_BUF_AEAD > SS_BUF_2022 ? SS_BUF_AEAD : SS_BUF_2022) + 63) & ~63)
+#define SS_HS_OFF (SS_RELAY_BUF_SIZE - SS_HS_LEN)
+#define SS_CODEC_MAX_SLOTS 16
+
+_Static_assert(SS_AEAD_FIRST + SS_AEAD_SLOT + SS_AEAD_TAG_LEN <= SS_HS_OFF,
+	       "SIP004 slot 0 overlaps the handshake area");
+_Static_assert(SS_2022_FIRST + SS_2022_SLOT + SS_AEAD_TAG_LEN <= SS_HS_OFF,
+	       "SIP022 slot 0 overlaps the handshake area");
+_Static_assert(SS_2022_SLOTS <= SS_CODEC_MAX_SLOTS && SS_AEAD_SLOTS <= SS_CODEC_MAX_SLOTS,
+	       "SS_CODEC_MAX_SLOTS");
+
+typedef struct ss_codec_layout {
+	uint32_t first;   /* offset of slot 0's plaintext */
+	uint32_t stride;  /* from one slot's plaintext to the next one's */
+	uint32_t payload; /* plaintext bytes a slot takes */
+	uint32_t slots;   /* slots in a buffer, at most SS_CODEC_MAX_SLOTS */
+} ss_codec_layout_t;
+
+/* What a decoder's header said, reported by the call that validated it. */
+typedef struct ss_codec_hdr {
+	bool done;          /* the header is validated (this call) */
+	bool has_target;    /* requests whose header carries the target (SIP022); */
+	ss_addr_t target;   /* otherwise it is the first bytes of the plaintext */
+	const char *user;   /* a multi-user server's user, for logs, or NULL */
+	uint64_t timestamp; /* the peer's, where the header has one */
+} ss_codec_hdr_t;
+
+/* An opened datagram: the address it names (target or source), its
+ * encoding right before the payload, both inside the datagram buffer. */
+typedef struct ss_codec_pkt {
+	ss_addr_t addr;
+	uint8_t *addr_raw;
+	uint8_t *payload;
+	size_t payload_len;
+} ss_codec_pkt_t;
+
+/* A server's datagram between ops->udp_open_request and ops->udp_accept:
+ * the key of its association and what the codec keeps of it. */
+#define SS_CODEC_DGRAM_PRIV 512
+typedef struct ss_codec_dgram {
+	struct sockaddr_storage key;
+	socklen_t key_len;
+	_Alignas(16) unsigned char priv[SS_CODEC_DGRAM_PRIV];
+} ss_codec_dgram_t;
+
+struct ss_codec_ops;
+
+/* One instance's codec: the operations, the keys, and a server's replay
+ * pools and users. Set up once, shared by every connection and datagram of
+ * the instance (one thread); the pools and the users' cipher states change
+ * as it runs. */
+typedef struct ss_codec {
+	const struct ss_codec_ops *ops;
+	const ss_method_t *method;
+	const ss_crypto_backend_t *be;
+	bool server;
+	ss_codec_layout_t layout;
+	/* Bytes a datagram from the other relay has before its plaintext when
+	 * opened in place (SIP004: the salt): it is received that far before
+	 * where the plaintext is wanted. */
+	size_t udp_rx_lead;
+	const uint8_t *key;        /* cfg->key: the key, or SIP022's user PSK / server PSK */
+	const ss_psk_list_t *psks; /* cfg->psks: SIP022 identity PSKs, then the user PSK */
+	/* server: salts seen (SIP004: the last replay_capacity salts of
+	 * connections whose first chunk authenticated, and apart from them
+	 * those of datagrams that opened; SIP022: the request salts of the last
+	 * 60 s, its datagrams carrying session and packet ids instead) */
+	ss_saltpool_t pool, udp_pool;
+	ss_2022_users_t users; /* SIP022 server with "users" */
+} ss_codec_t;
+
+/* The operations of a codec. Those marked optional may be NULL: the
+ * ss_codec_* wrappers below then do nothing (and return 0 or NULL). */
+typedef struct ss_codec_ops {
+	const char *name;
+	/* After a connection's first flight, bytes pass as they are: the relay
+	 * copies them (with splice(2) where it can) and never calls seal or
+	 * decode on the stream. */
+	bool identity;
+	size_t state_size; /* one TCP direction's state */
+
+	/* A server's replay pools and users (optional). 0 or -errno with err. */
+	int (*server_setup)(ss_codec_t *k, const ss_config_t *cfg, char *err, size_t errlen);
+	/* A slot's state (optional): init on its first use (0 or -errno), reset
+	 * when a connection ends (wipes keys, keeps what init made), free when
+	 * the slot goes. */
+	int (*init)(ss_codec_t *k, void *st);
+	void (*reset)(ss_codec_t *k, void *st);
+	void (*free)(ss_codec_t *k, void *st);
+	/* A new connection (optional): enc seals what this side sends, dec
+	 * opens what it receives. */
+	void (*start)(ss_codec_t *k, void *enc, void *dec);
+	/* The request has gone (a client's encoder, req) or arrived (a
+	 * server's decoder): the opposite direction is bound to it (optional).
+	 * 0 or -errno. */
+	int (*bind)(ss_codec_t *k, const void *req, void *other);
+
+	/* Encoders. A client's request: the codec puts its target at the start
+	 * of slot 0's plaintext (returning how many bytes, at most room) or in
+	 * its own header (returning 0). */
+	size_t (*put_target)(ss_codec_t *k, const ss_addr_t *target, uint8_t *lead, size_t room);
+	/* Plaintext bytes slot 0 takes now: the layout's payload, or for a
+	 * request whose header carries req_target (not NULL until the request
+	 * is sealed) what the header leaves. */
+	size_t (*slot0)(ss_codec_t *k, const void *enc, const ss_addr_t *req_target);
+	/* Seals total plaintext bytes laid out in buf's slots (slot 0 first,
+	 * full slots before the last) in place: the wire bytes go out as
+	 * iov[0..*niov) (at most 2), pointing into buf. The first call writes
+	 * the stream's header (req_target: a request's target when the header
+	 * carries it); it may seal 0 bytes then (a request of padding alone).
+	 * SS_OK or SS_ERR. */
+	int (*seal)(ss_codec_t *k, void *enc, uint8_t *buf, size_t total, uint64_t now,
+		    const ss_addr_t *req_target, struct iovec *iov, size_t *niov);
+
+	/* Decoder: opens, in place, as much of buf[0..len) as forms whole units;
+	 * plaintext pieces go to spans (inside buf, up to max, at least 1);
+	 * *consumed leading bytes are done with, the rest must be presented
+	 * again followed by new ones. hdr (may be NULL) is filled by the call
+	 * that validates the header. SS_OK (maybe with nothing consumed), or
+	 * SS_ERR: the stream is dead. A unit that fails after others
+	 * authenticated in the same call is reported by the next call: what is
+	 * delivered never depends on how the bytes were split into reads. A
+	 * server's decoder checks and records salts against replays. */
+	int (*decode)(ss_codec_t *k, void *dec, uint8_t *buf, size_t len, uint64_t now,
+		      size_t *consumed, ss_span_t *spans, size_t max, size_t *nspans,
+		      ss_codec_hdr_t *hdr);
+	/* Why a decoder refused its input, for logs. */
+	const char *(*why)(ss_codec_t *k, const void *dec);
+
+	/* UDP (a datagram from the other relay is received udp_rx_lead bytes
+	 * before where its plaintext is to open, ss_codec_t). */
+	size_t udp_relay_size; /* the relay's state */
+	size_t udp_assoc_size; /* an association's */
+	/* The relay's state (optional). */
+	int (*udp_init)(ss_codec_t *k, void *rst);
+	void (*udp_free)(ss_codec_t *k, void *rst);
+	/* An association's state (optional): init for each new association
+	 * (the state is zero on the slot's first use, and otherwise as reset
+	 * left it), start for a client's (its own session), reset when it
+	 * ends, free with the slot. */
+	int (*udp_assoc_init)(ss_codec_t *k, void *rst, void *ast);
+	int (*udp_assoc_start)(ss_codec_t *k, void *rst, void *ast);
+	void (*udp_assoc_reset)(ss_codec_t *k, void *rst, void *ast);
+	void (*udp_assoc_free)(ss_codec_t *k, void *rst, void *ast);
+	/* Seals in place the address at addr (addr_len bytes) and the n payload
+	 * bytes right after it, from association ast; buf[0..cap) is the
+	 * datagram buffer, with room before addr for any header. Returns the
+	 * datagram's length with *out at its start, or -errno. */
+	long (*udp_seal)(ss_codec_t *k, void *rst, void *ast, uint8_t *buf, size_t cap,
+			 uint8_t *addr, size_t addr_len, size_t n, uint64_t now, uint8_t **out);
+	/* Client: opens an answer from the server to association ast. NULL,
+	 * or why it was refused. */
+	const char *(*udp_open_answer)(ss_codec_t *k, void *rst, void *ast, uint8_t *wire,
+				       size_t len, uint64_t now, ss_codec_pkt_t *p);
+	/* Server: opens a client's datagram as far as telling its
+	 * association's key (d->key: the client's address, or its session),
+	 * from the address it came from. NULL, or why it was refused. */
+	const char *(*udp_open_request)(ss_codec_t *k, void *rst, uint8_t *wire, size_t len,
+					uint64_t now, const struct sockaddr *from,
+					socklen_t fromlen, ss_codec_dgram_t *d);
+	/* Then, against the association found under that key (ast) or none
+	 * (NULL): opens the rest and fills p. NULL, or why it was refused. */
+	const char *(*udp_accept)(ss_codec_t *k, void *rst, void *ast, ss_codec_dgram_t *d,
+				  uint64_t now, ss_codec_pkt_t *p);
+	/* A new association, made for an accepted datagram, takes its session
+	 * (optional). 0 or -errno. */
+	int (*udp_adopt)(ss_codec_t *k, void *rst, void *ast, ss_codec_dgram_t *d);
+	/* Who sent an accepted datagram, for logs: a multi-user server's user,
+	 * or NULL (optional). */
+	const char *(*udp_user)(ss_codec_t *k, const ss_codec_dgram_t *d);
+} ss_codec_ops_t;
+
+/* Shared by the codecs. */
+/* server_setup's error when a salt pool cannot be reserved: -ENOMEM. */
+int ss_codec_pool_error(const ss_config_t *cfg, char *err, size_t errlen);
+/* put_target for a codec that sends the target in front of the plaintext. */
+size_t ss_codec_target_inline(ss_codec_t *k, const ss_addr_t *target, uint8_t *lead, size_t room);
+/* slot0 for a codec whose slot 0 is always whole. */
+size_t ss_codec_slot0_full(ss_codec_t *k, const void *enc, const ss_addr_t *req_target);
+/* For a codec whose server datagrams open whole in udp_open_request: keys
+ * d by its source and gives where to put the opened datagram... */
+ss_codec_pkt_t *ss_codec_dgram_by_source(ss_codec_dgram_t *d, const struct sockaddr *from,
+					 socklen_t fromlen);
+/* ...and udp_accept for it. */
+const char *ss_codec_udp_accept_opened(ss_codec_t *k, void *rst, void *ast, ss_codec_dgram_t *d,
+				       uint64_t now, ss_codec_pkt_t *p);
+
+extern const ss_codec_ops_t ss_codec_aead; /* SIP004 */
+extern const ss_codec_ops_t ss_codec_2022; /* SIP022, SIP023 */
+extern const ss_codec_ops_t ss_codec_none; /* no encryption */
+
+/* Picks the codec for cfg's method and sets up k for a server (replay
+ * pools sized by cfg->replay_capacity, users) or a client. cfg must outlive
+ * k. 0 or -errno with err holding one line. */
+int ss_codec_setup(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backend_t *be,
+		   bool server, char *err, size_t errlen);
+/* Releases what ss_codec_setup made. Safe on a zeroed ss_codec_t, and twice. */
+void ss_codec_free(ss_codec_t *k);
+
+/* A state size rounded up so that states placed back to back stay 64-byte
+ * aligned. */
+static inline size_t ss_codec_state_size(const ss_codec_t *k)
+{
+	return (k->ops->state_size + 63) & ~(size_t)63;
+}
+
+/* The optional operations, for the relay. */
+static inline int ss_codec_init(ss_codec_t *k, void *st)
+{
+	return k->ops->init ? k->ops->init(k, st) : 0;
+}
+
+static inline void ss_codec_reset(ss_codec_t *k, void *st)
+{
+	if (k->ops->reset)
+		k->ops->reset(k, st);
+}
+
+static inline void ss_codec_release(ss_codec_t *k, void *st)
+{
+	if (k->ops->free)
+		k->ops->free(k, st);
+}
+
+static inline void ss_codec_start(ss_codec_t *k, void *enc, void *dec)
+{
+	if (k->ops->start)
+		k->ops->start(k, enc, dec);
+}
+
+static inline int ss_codec_bind(ss_codec_t *k, const void *req, void *other)
+{
+	return k->ops->bind ? k->ops->bind(k, req, other) : 0;
+}
+
+static inline int ss_codec_udp_init(ss_codec_t *k, void *rst)
+{
+	return k->ops->udp_init ? k->ops->udp_init(k, rst) : 0;
+}
+
+static inline void ss_codec_udp_free(ss_codec_t *k, void *rst)
+{
+	if (k->ops->udp_free)
+		k->ops->udp_free(k, rst);
+}
+
+static inline int ss_codec_udp_assoc_init(ss_codec_t *k, void *rst, void *ast)
+{
+	return k->ops->udp_assoc_init ? k->ops->udp_assoc_init(k, rst, ast) : 0;
+}
+
+static inline int ss_codec_udp_assoc_start(ss_codec_t *k, void *rst, void *ast)
+{
+	return k->ops->udp_assoc_start ? k->ops->udp_assoc_start(k, rst, ast) : 0;
+}
+
+static inline void ss_codec_udp_assoc_reset(ss_codec_t *k, void *rst, void *ast)
+{
+	if (k->ops->udp_assoc_reset)
+		k->ops->udp_assoc_reset(k, rst, ast);
+}
+
+static inline void ss_codec_udp_assoc_free(ss_codec_t *k, void *rst, void *ast)
+{
+	if (k->ops->udp_assoc_free)
+		k->ops->udp_assoc_free(k, rst, ast);
+}
+
+static inline int ss_codec_udp_adopt(ss_codec_t *k, void *rst, void *ast, ss_codec_dgram_t *d)
+{
+	return k->ops->udp_adopt ? k->ops->udp_adopt(k, rst, ast, d) : 0;
+}
+
+static inline const char *ss_codec_udp_user(ss_codec_t *k, const ss_codec_dgram_t *d)
+{
+	return k->ops->udp_user ? k->ops->udp_user(k, d) : NULL;
+}
+
+#endif

@@ -1,0 +1,598 @@
+/* The three codecs, driven through codec/codec.h alone, as the relay drives
+ * them: a client's request sealed into slots and opened by a server across
+ * every way the wire can be cut into reads (one byte at a time too), the
+ * answer back the same way, replays and wrong keys refused, and datagrams
+ * both ways, with their replays and tampering. */
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "codec/codec.h"
+#include "config/config.h"
+#include "crypto/backends.h"
+#include "proto/addr.h"
+#include "util/result.h"
+
+#define UDP_BUF 66560 /* the relay's datagram buffer */
+#define UDP_HEAD 256  /* where the relay puts a datagram's address */
+
+typedef struct {
+	const char *method;
+	const char *server_secret; /* -k for ss-server (NULL: none) */
+	const char *client_secret; /* -k for ss-local */
+	const char *users;         /* "users" JSON for ss-server, or NULL */
+} codec_case_t;
+
+/* base64 of 16 and 32 bytes */
+#define P16A "AQIDBAUGBwgJCgsMDQ4PEA=="
+#define P16B "ERITFBUWFxgZGhscHR4fIA=="
+#define P32A "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+#define P32B "ISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+P0A="
+
+static const codec_case_t cases[] = {
+    {"aes-128-gcm", "secret", "secret", NULL},
+    {"aes-256-gcm", "secret", "secret", NULL},
+    {"chacha20-ietf-poly1305", "secret", "secret", NULL},
+    {"xchacha20-ietf-poly1305", "secret", "secret", NULL},
+    {"2022-blake3-aes-128-gcm", P16A, P16A, NULL},
+    {"2022-blake3-aes-256-gcm", P32A, P32A, NULL},
+    {"2022-blake3-chacha20-poly1305", P32A, P32A, NULL},
+    /* SIP023: the server's identity PSK, one user; the client names both. */
+    {"2022-blake3-aes-256-gcm", P32A, P32A ":" P32B,
+     "[{\"name\": \"alice\", \"password\": \"" P32B "\"}]"},
+    {"none", NULL, NULL, NULL},
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+static char tmpdir[] = "/tmp/test_codec.XXXXXX";
+static ss_config_t scfg, ccfg;
+static ss_codec_t ks, kc;
+
+static void make_cfg(ss_config_t *cfg, ss_prog_t prog, const codec_case_t *c)
+{
+	char path[512], json[1024], err[256];
+	char *argv[16];
+	int argc = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.json", tmpdir, prog == SS_PROG_SERVER ? "s" : "c");
+	snprintf(json, sizeof(json), "{\"replay_capacity\": 100000, \"mode\": \"tcp_and_udp\"%s%s}",
+		 c->users && prog == SS_PROG_SERVER ? ", \"users\": " : "",
+		 c->users && prog == SS_PROG_SERVER ? c->users : "");
+	assert_non_null(f = fopen(path, "w"));
+	fputs(json, f);
+	fclose(f);
+	argv[argc++] = prog == SS_PROG_SERVER ? "ss-server" : "ss-local";
+	argv[argc++] = "-s";
+	argv[argc++] = "127.0.0.1";
+	argv[argc++] = "-p";
+	argv[argc++] = "8388";
+	argv[argc++] = "-m";
+	argv[argc++] = (char *)c->method;
+	const char *secret = prog == SS_PROG_SERVER ? c->server_secret : c->client_secret;
+	if (secret) {
+		argv[argc++] = "-k";
+		argv[argc++] = (char *)secret;
+	}
+	if (prog != SS_PROG_SERVER) {
+		argv[argc++] = "-l";
+		argv[argc++] = "1080";
+	}
+	argv[argc++] = "-c";
+	argv[argc++] = path;
+	argv[argc] = NULL;
+	if (ss_config_parse(cfg, prog, argc, argv, NULL, err, sizeof(err)) != SS_CONFIG_RUN)
+		fail_msg("%s: %s", c->method, err);
+}
+
+/* The server's codec and the client's for case c. */
+static void setup_case(const codec_case_t *c)
+{
+	char err[256];
+
+	make_cfg(&scfg, SS_PROG_SERVER, c);
+	make_cfg(&ccfg, SS_PROG_LOCAL, c);
+	assert_int_equal(ss_codec_setup(&ks, &scfg, ss_crypto_default(), true, err, sizeof(err)),
+			 0);
+	assert_int_equal(ss_codec_setup(&kc, &ccfg, ss_crypto_default(), false, err, sizeof(err)),
+			 0);
+	assert_ptr_equal(ks.ops, kc.ops);
+}
+
+static void teardown_case(void)
+{
+	ss_codec_free(&ks);
+	ss_codec_free(&kc);
+	ss_config_clear(&scfg);
+	ss_config_clear(&ccfg);
+}
+
+static bool addr_eq(const ss_addr_t *a, const ss_addr_t *b)
+{
+	uint8_t ea[SS_ADDR_MAX_ENCODED], eb[SS_ADDR_MAX_ENCODED];
+	size_t na = ss_addr_encode(a, ea, sizeof(ea)), nb = ss_addr_encode(b, eb, sizeof(eb));
+
+	return na == nb && memcmp(ea, eb, na) == 0;
+}
+
+/* ---- TCP ---- */
+
+/* One connection end: its encoder and decoder. */
+typedef struct {
+	ss_codec_t *k;
+	void *enc, *dec;
+} end_t;
+
+static void end_open(end_t *e, ss_codec_t *k)
+{
+	size_t size = ss_codec_state_size(k);
+
+	e->k = k;
+	e->enc = size ? aligned_alloc(64, size) : NULL;
+	e->dec = size ? aligned_alloc(64, size) : NULL;
+	if (size) {
+		memset(e->enc, 0, size);
+		memset(e->dec, 0, size);
+	}
+	assert_int_equal(ss_codec_init(k, e->enc), 0);
+	assert_int_equal(ss_codec_init(k, e->dec), 0);
+	ss_codec_start(k, e->enc, e->dec);
+}
+
+static void end_close(end_t *e)
+{
+	ss_codec_reset(e->k, e->enc);
+	ss_codec_reset(e->k, e->dec);
+	ss_codec_release(e->k, e->enc);
+	ss_codec_release(e->k, e->dec);
+	free(e->enc);
+	free(e->dec);
+}
+
+/* Seals one flight from e into wire (appended at *wlen): with target, the
+ * request (target, then n bytes of data); without, n bytes more. The data
+ * is laid out in the codec's slots as the relay's reads lay it. */
+static void seal_flight(end_t *e, uint8_t *buf, const ss_addr_t *target, const uint8_t *data,
+			size_t n, uint8_t *wire, size_t *wlen)
+{
+	const ss_codec_layout_t *l = &e->k->layout;
+	size_t lead = 0, cap0, niov = 0;
+	struct iovec iov[2];
+
+	if (target)
+		lead = e->k->ops->put_target(e->k, target, buf + l->first, SS_ADDR_MAX_ENCODED);
+	cap0 = e->k->ops->slot0(e->k, e->enc, target);
+	assert_true(cap0 > lead && cap0 <= l->payload);
+	for (size_t slot = 0, done = 0; done < n; slot++) {
+		size_t room = slot ? l->payload : cap0 - lead;
+		size_t m = n - done < room ? n - done : room;
+
+		assert_true(slot < l->slots);
+		memcpy(buf + l->first + slot * l->stride + (slot ? 0 : lead), data + done, m);
+		done += m;
+	}
+	assert_int_equal(
+	    e->k->ops->seal(e->k, e->enc, buf, lead + n, 1700000000, target, iov, &niov), SS_OK);
+	assert_true(niov <= 2);
+	for (size_t i = 0; i < niov; i++) {
+		assert_true((uint8_t *)iov[i].iov_base >= buf &&
+			    (uint8_t *)iov[i].iov_base + iov[i].iov_len <= buf + SS_RELAY_BUF_SIZE);
+		memcpy(wire + *wlen, iov[i].iov_base, iov[i].iov_len);
+		*wlen += iov[i].iov_len;
+	}
+}
+
+/* A decoding end as the relay reads: bytes arrive, whole units are taken,
+ * the rest waits for more. */
+typedef struct {
+	uint8_t *buf, *out;
+	size_t len, out_len, max_spans;
+	ss_codec_hdr_t hdr;
+	int headers;
+} reader_t;
+
+static int feed(end_t *e, reader_t *r, const uint8_t *p, size_t n)
+{
+	memcpy(r->buf + r->len, p, n);
+	r->len += n;
+	for (;;) {
+		ss_span_t spans[8];
+		ss_codec_hdr_t hdr;
+		size_t consumed = 0, nspans = 0;
+		int rc = e->k->ops->decode(e->k, e->dec, r->buf, r->len, 1700000000, &consumed,
+					   spans, r->max_spans, &nspans, &hdr);
+
+		if (rc != SS_OK) {
+			assert_false(hdr.done);
+			return rc;
+		}
+		assert_true(consumed <= r->len && nspans <= r->max_spans);
+		if (hdr.done) {
+			r->hdr = hdr;
+			r->headers++;
+		}
+		for (size_t i = 0; i < nspans; i++) {
+			assert_true(spans[i].ptr >= r->buf &&
+				    spans[i].ptr + spans[i].len <= r->buf + consumed);
+			memcpy(r->out + r->out_len, spans[i].ptr, spans[i].len);
+			r->out_len += spans[i].len;
+		}
+		memmove(r->buf, r->buf + consumed, r->len - consumed);
+		r->len -= consumed;
+		if (consumed == 0)
+			return SS_OK;
+	}
+}
+
+/* What the server takes as the request's target and payload: from the
+ * header when it carries the target, else from the front of the plaintext. */
+static void request_of(const reader_t *r, ss_addr_t *target, const uint8_t **payload,
+		       size_t *payload_len)
+{
+	size_t used = 0;
+
+	if (r->hdr.has_target) {
+		*target = r->hdr.target;
+	} else {
+		assert_int_equal(ss_addr_parse(r->out, r->out_len, target, &used), SS_OK);
+	}
+	*payload = r->out + used;
+	*payload_len = r->out_len - used;
+}
+
+#define BIG (3 * 65536 + 1000)
+static uint8_t sbuf[SS_RELAY_BUF_SIZE], cbuf[SS_RELAY_BUF_SIZE];
+static uint8_t wire[2 * BIG], data[BIG], rbuf[2 * BIG], rout[2 * BIG];
+
+/* A request of n bytes from a fresh client end, opened by a fresh server
+ * end whose reads are cut at split (and, with bytewise, one byte at a
+ * time); then the answer of m bytes back, cut the same way. */
+static void exchange(size_t n, size_t m, size_t split, bool bytewise, size_t max_spans)
+{
+	ss_addr_t target, got;
+	end_t cli, srv;
+	reader_t r = {.buf = rbuf, .out = rout, .max_spans = max_spans};
+	size_t wlen = 0, plen;
+	const uint8_t *payload;
+
+	assert_int_equal(ss_addr_set_domain(&target, "example.com", 443), 0);
+	end_open(&cli, &kc);
+	end_open(&srv, &ks);
+	ss_random_bytes(data, n > m ? n : m);
+
+	seal_flight(&cli, cbuf, &target, data, n, wire, &wlen);
+	assert_int_equal(ss_codec_bind(&kc, cli.enc, cli.dec), 0);
+	split = split < wlen ? split : wlen;
+	if (bytewise) {
+		for (size_t i = 0; i < wlen; i++)
+			assert_int_equal(feed(&srv, &r, wire + i, 1), SS_OK);
+	} else {
+		assert_int_equal(feed(&srv, &r, wire, split), SS_OK);
+		assert_int_equal(feed(&srv, &r, wire + split, wlen - split), SS_OK);
+	}
+	assert_int_equal(r.len, 0);
+	assert_true(r.headers <= 1);
+	request_of(&r, &got, &payload, &plen);
+	assert_true(addr_eq(&got, &target));
+	assert_int_equal(plen, n);
+	if (n)
+		assert_memory_equal(payload, data, n);
+
+	/* The answer, bound to the request. */
+	assert_int_equal(ss_codec_bind(&ks, srv.dec, srv.enc), 0);
+	if (m) {
+		reader_t a = {.buf = rbuf, .out = rout, .max_spans = max_spans};
+
+		wlen = 0;
+		seal_flight(&srv, sbuf, NULL, data, m, wire, &wlen);
+		split = split < wlen ? split : wlen;
+		if (bytewise) {
+			for (size_t i = 0; i < wlen; i++)
+				assert_int_equal(feed(&cli, &a, wire + i, 1), SS_OK);
+		} else {
+			assert_int_equal(feed(&cli, &a, wire, split), SS_OK);
+			assert_int_equal(feed(&cli, &a, wire + split, wlen - split), SS_OK);
+		}
+		assert_int_equal(a.len, 0);
+		assert_int_equal(a.out_len, m);
+		assert_memory_equal(a.out, data, m);
+	}
+	end_close(&cli);
+	end_close(&srv);
+}
+
+static void test_tcp_every_split(void **state)
+{
+	(void)state;
+	for (size_t c = 0; c < NCASES; c++) {
+		setup_case(&cases[c]);
+		/* A request and an answer of a few hundred wire bytes: every cut. */
+		for (size_t split = 0; split <= 420; split++)
+			exchange(100, 150, split, false, split % 2 ? 1 : 8);
+		exchange(100, 150, 0, true, 1);
+		exchange(100, 150, 0, true, 8);
+		/* A request with nothing but its target, answered later. */
+		exchange(0, 10, 7, false, 8);
+		teardown_case();
+	}
+}
+
+/* Flights that fill several slots, cut at a few places. */
+static void test_tcp_full_slots(void **state)
+{
+	static const size_t sizes[] = {16256, 16257, 65408, 65409, 3 * 65536};
+	(void)state;
+
+	for (size_t c = 0; c < NCASES; c++) {
+		setup_case(&cases[c]);
+		const ss_codec_layout_t *l = &ks.layout;
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			size_t n = sizes[i];
+			/* What one buffer holds (slot 0 of a request holds less). */
+			if (n > (size_t)l->payload * (l->slots - 1))
+				n = (size_t)l->payload * (l->slots - 1);
+			for (size_t split = 1; split < 2 * BIG; split += 40001)
+				exchange(n, n, split, false, 8);
+		}
+		teardown_case();
+	}
+}
+
+/* The same request twice: a server takes it once. */
+static void test_tcp_replay(void **state)
+{
+	ss_addr_t target;
+	(void)state;
+
+	assert_int_equal(ss_addr_set_domain(&target, "example.com", 443), 0);
+	for (size_t c = 0; c < NCASES; c++) {
+		end_t cli, srv1, srv2;
+		reader_t r1 = {.buf = rbuf, .out = rout, .max_spans = 8};
+		size_t wlen = 0;
+
+		setup_case(&cases[c]);
+		end_open(&cli, &kc);
+		ss_random_bytes(data, 100);
+		seal_flight(&cli, cbuf, &target, data, 100, wire, &wlen);
+		end_open(&srv1, &ks);
+		end_open(&srv2, &ks);
+		assert_int_equal(feed(&srv1, &r1, wire, wlen), SS_OK);
+		assert_true(r1.out_len >= 100);
+		reader_t r2 = {.buf = rbuf, .out = rout, .max_spans = 8};
+		int rc = feed(&srv2, &r2, wire, wlen);
+		if (ks.ops->identity) {
+			/* method none keeps nothing to refuse a replay with */
+			assert_int_equal(rc, SS_OK);
+		} else {
+			assert_int_equal(rc, SS_ERR);
+			assert_int_equal(r2.out_len, 0);
+			assert_non_null(strstr(ks.ops->why(&ks, srv2.dec), "salt"));
+		}
+		end_close(&cli);
+		end_close(&srv1);
+		end_close(&srv2);
+		teardown_case();
+	}
+}
+
+/* A client with another key is refused before any plaintext. */
+static void test_tcp_wrong_key(void **state)
+{
+	ss_addr_t target;
+	(void)state;
+
+	assert_int_equal(ss_addr_set_domain(&target, "example.com", 443), 0);
+	for (size_t c = 0; c < NCASES; c++) {
+		codec_case_t other = cases[c];
+		char err[256];
+		end_t cli, srv;
+		reader_t r = {.buf = rbuf, .out = rout, .max_spans = 8};
+		size_t wlen = 0;
+
+		if (!other.client_secret)
+			continue; /* none: no key to get wrong */
+		setup_case(&cases[c]);
+		ss_codec_free(&kc);
+		ss_config_clear(&ccfg);
+		other.client_secret = other.client_secret[0] == 's'       ? "wrong"
+				      : strlen(other.client_secret) == 24 ? P16B
+									  : P32B;
+		make_cfg(&ccfg, SS_PROG_LOCAL, &other);
+		assert_int_equal(
+		    ss_codec_setup(&kc, &ccfg, ss_crypto_default(), false, err, sizeof(err)), 0);
+		end_open(&cli, &kc);
+		end_open(&srv, &ks);
+		ss_random_bytes(data, 100);
+		seal_flight(&cli, cbuf, &target, data, 100, wire, &wlen);
+		assert_int_equal(feed(&srv, &r, wire, wlen), SS_ERR);
+		assert_int_equal(r.out_len, 0);
+		assert_int_equal(r.headers, 0);
+		end_close(&cli);
+		end_close(&srv);
+		teardown_case();
+	}
+}
+
+/* ---- UDP ---- */
+
+static uint8_t ubuf[UDP_BUF], sbuf_u[UDP_BUF];
+
+typedef struct {
+	ss_codec_t *k;
+	void *rst, *ast;
+} uend_t;
+
+static void uend_open(uend_t *e, ss_codec_t *k, bool client)
+{
+	e->k = k;
+	e->rst = calloc(1, k->ops->udp_relay_size + 1);
+	e->ast = aligned_alloc(64, k->ops->udp_assoc_size + 64);
+	memset(e->ast, 0, k->ops->udp_assoc_size + 64);
+	assert_int_equal(ss_codec_udp_init(k, e->rst), 0);
+	assert_int_equal(ss_codec_udp_assoc_init(k, e->rst, e->ast), 0);
+	if (client)
+		assert_int_equal(ss_codec_udp_assoc_start(k, e->rst, e->ast), 0);
+}
+
+static void uend_close(uend_t *e)
+{
+	ss_codec_udp_assoc_reset(e->k, e->rst, e->ast);
+	ss_codec_udp_assoc_free(e->k, e->rst, e->ast);
+	ss_codec_udp_free(e->k, e->rst);
+	free(e->rst);
+	free(e->ast);
+}
+
+/* Seals addr + n bytes of data from e into buf; returns the datagram. */
+static size_t udp_seal(uend_t *e, uint8_t *buf, const ss_addr_t *addr, const uint8_t *p, size_t n,
+		       uint8_t **out)
+{
+	uint8_t *at = buf + UDP_HEAD;
+	size_t alen = ss_addr_encode(addr, at, SS_ADDR_MAX_ENCODED);
+	long w;
+
+	memcpy(at + alen, p, n);
+	w = e->k->ops->udp_seal(e->k, e->rst, e->ast, buf, UDP_BUF, at, alen, n, 1700000000, out);
+	assert_true(w > 0);
+	return (size_t)w;
+}
+
+/* A server receiving dgram (from the client at from): the association it
+ * belongs to is srv when known (the key must then match key), a new one
+ * otherwise. NULL, or why it was refused. */
+static const char *udp_serve(uend_t *srv, bool known, ss_codec_dgram_t *d, const uint8_t *dgram,
+			     size_t len, ss_codec_pkt_t *p)
+{
+	static const struct sockaddr_in from = {.sin_family = AF_INET, .sin_port = 4242};
+	uint8_t *wire = sbuf_u + UDP_HEAD - ks.udp_rx_lead;
+	const char *why;
+
+	memcpy(wire, dgram, len);
+	why = ks.ops->udp_open_request(&ks, srv->rst, wire, len, 1700000000,
+				       (const struct sockaddr *)&from, sizeof(from), d);
+	if (why)
+		return why;
+	why = ks.ops->udp_accept(&ks, srv->rst, known ? srv->ast : NULL, d, 1700000000, p);
+	if (!why && !known)
+		assert_int_equal(ss_codec_udp_adopt(&ks, srv->rst, srv->ast, d), 0);
+	return why;
+}
+
+static void test_udp(void **state)
+{
+	static const size_t sizes[] = {0, 1, 1000, 60000};
+	static uint8_t dgram[UDP_BUF];
+	(void)state;
+
+	for (size_t c = 0; c < NCASES; c++) {
+		ss_addr_t target, source;
+		uend_t cli, srv;
+
+		setup_case(&cases[c]);
+		assert_int_equal(ss_addr_set_domain(&target, "example.org", 53), 0);
+		assert_int_equal(ss_addr_from_host(&source, "192.0.2.7", 53), 0);
+		uend_open(&cli, &kc, true);
+		uend_open(&srv, &ks, false);
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			size_t n = sizes[i];
+			ss_codec_dgram_t d, d2;
+			ss_codec_pkt_t p;
+			uint8_t *out;
+			size_t len;
+
+			ss_random_bytes(data, n);
+			len = udp_seal(&cli, ubuf, &target, data, n, &out);
+			memcpy(dgram, out, len);
+			assert_null(udp_serve(&srv, i > 0, &d, dgram, len, &p));
+			assert_true(addr_eq(&p.addr, &target));
+			assert_int_equal(p.payload_len, n);
+			if (n)
+				assert_memory_equal(p.payload, data, n);
+			/* The same datagram again: refused, but by method none. */
+			const char *why = udp_serve(&srv, true, &d2, dgram, len, &p);
+			if (ks.ops->identity)
+				assert_null(why);
+			else
+				assert_non_null(why);
+			/* Any byte changed: refused. */
+			if (!ks.ops->identity) {
+				dgram[len / 2] ^= 4;
+				assert_non_null(udp_serve(&srv, true, &d2, dgram, len, &p));
+				dgram[len / 2] ^= 4;
+			}
+			/* The answer from source back to the client. */
+			ss_random_bytes(data, n);
+			len = udp_seal(&srv, ubuf, &source, data, n, &out);
+			uint8_t *wire = sbuf_u + UDP_HEAD - kc.udp_rx_lead;
+			memcpy(wire, out, len);
+			assert_null(kc.ops->udp_open_answer(&kc, cli.rst, cli.ast, wire, len,
+							    1700000000, &p));
+			assert_true(addr_eq(&p.addr, &source));
+			assert_int_equal(p.payload_len, n);
+			if (n)
+				assert_memory_equal(p.payload, data, n);
+		}
+		uend_close(&cli);
+		uend_close(&srv);
+		teardown_case();
+	}
+}
+
+/* Every codec's slots fit the relay buffer, slot 0 ends before the
+ * handshake area, and room before slot 0 holds any stream header. */
+static void test_layout(void **state)
+{
+	(void)state;
+	for (size_t c = 0; c < NCASES; c++) {
+		setup_case(&cases[c]);
+		const ss_codec_layout_t *l = &ks.layout;
+		assert_true(l->slots >= 1 && l->slots <= SS_CODEC_MAX_SLOTS);
+		assert_true((size_t)l->first + (l->slots - 1) * (size_t)l->stride + l->payload <=
+			    SS_RELAY_BUF_SIZE);
+		assert_true((size_t)l->first + l->payload <= SS_HS_OFF || l->slots == 1);
+		if (!ks.ops->identity)
+			assert_true(l->stride >= l->payload + SS_AEAD_CHUNK_OVERHEAD);
+		teardown_case();
+	}
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	if (ss_crypto_global_init() < 0 || !mkdtemp(tmpdir))
+		return -1;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	char path[512];
+	(void)state;
+
+	snprintf(path, sizeof(path), "%s/s.json", tmpdir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/c.json", tmpdir);
+	unlink(path);
+	rmdir(tmpdir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_layout),         cmocka_unit_test(test_tcp_every_split),
+	    cmocka_unit_test(test_tcp_full_slots), cmocka_unit_test(test_tcp_replay),
+	    cmocka_unit_test(test_tcp_wrong_key),  cmocka_unit_test(test_udp),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
