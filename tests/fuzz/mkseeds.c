@@ -104,6 +104,15 @@ static void parsers(void)
 		 "[accept_all]\n[outbound_block_list]\n127.0.0.0/8\n::1\n"
 		 "[black_list]\n198.51.100.7\n");
 
+	put_text("fuzz_url", "aead", "ss://YWVzLTEyOC1nY206dGVzdA@192.168.100.1:8888#Example1");
+	put_text("fuzz_url", "plugin",
+		 "ss://cmM0LW1kNTpwYXNzd2Q@192.168.100.1:8888/?plugin=obfs-local%3Bobfs%3Dhttp"
+		 "#Example2");
+	put_text("fuzz_url", "2022",
+		 "ss://2022-blake3-aes-256-gcm:YctPZ6U7xPPcU%2Bgp3u%2B0tx%2FtRizJN9K8y%2BuKlW2qjlI%"
+		 "3D@[2001:db8::1]:8888#Example3");
+	put_text("fuzz_url", "old", "ss://YWVzLTI1Ni1nY206c2VjcmV0QDEyNy4wLjAuMTo4Mzg4#old");
+
 	put_text("fuzz_hosts", "hosts",
 		 "\x10# The hosts file\n127.0.0.1\tlocalhost\n::1 localhost ip6-localhost "
 		 "ip6-loopback\n192.0.2.10 Box.Example. box # a comment\n2001:db8::5 v6only\n");
