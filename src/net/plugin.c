@@ -226,6 +226,15 @@ static const char *plugin_protos(const ss_plugin_t *p)
 	return p->tcp && p->udp ? "TCP and UDP" : p->tcp ? "TCP" : "UDP";
 }
 
+/* It exited (why): it starts again after the pause, which doubles. */
+static void plugin_restart_later(ss_plugin_t *p, const char *why)
+{
+	ss_warn("%s; starting it again in %.1f s", why, p->pause);
+	p->state = SS_PLUGIN_WAITING;
+	plugin_arm(p, p->pause);
+	p->pause = p->pause * 2 < SS_PLUGIN_BACKOFF_MAX ? p->pause * 2 : SS_PLUGIN_BACKOFF_MAX;
+}
+
 /* A start that did not come up: the first one is given up at once (the
  * operator is there to read why), a restart is tried again after the pause
  * unless that has failed too often in a row. */
@@ -245,10 +254,7 @@ static void plugin_failed(ss_plugin_t *p, const char *why)
 		p->cb(p, SS_PLUGIN_FAILED, msg);
 		return;
 	}
-	ss_warn("%s; starting it again in %.1f s", why, p->pause);
-	p->state = SS_PLUGIN_WAITING;
-	plugin_arm(p, p->pause);
-	p->pause = p->pause * 2 < SS_PLUGIN_BACKOFF_MAX ? p->pause * 2 : SS_PLUGIN_BACKOFF_MAX;
+	plugin_restart_later(p, why);
 }
 
 static void plugin_exit_cb(ss_child_t *ch, int status)
@@ -289,10 +295,7 @@ static void plugin_exit_cb(ss_child_t *ch, int status)
 		p->pause = SS_PLUGIN_BACKOFF_FIRST;
 	}
 	snprintf(msg, sizeof(msg), "plugin %s %s", p->name, how);
-	ss_warn("%s; starting it again in %.1f s", msg, p->pause);
-	p->state = SS_PLUGIN_WAITING;
-	plugin_arm(p, p->pause);
-	p->pause = p->pause * 2 < SS_PLUGIN_BACKOFF_MAX ? p->pause * 2 : SS_PLUGIN_BACKOFF_MAX;
+	plugin_restart_later(p, msg);
 	p->cb(p, SS_PLUGIN_DOWN, msg);
 }
 

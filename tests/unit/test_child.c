@@ -51,23 +51,30 @@ static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
-/* Runs "sh -c script" on loop until it exits (10 s at most). */
-static void run_sh(run_t *r, struct ev_loop *loop, const char *script)
+/* Runs argv[0] with argv on loop until it exits (10 s at most), without a
+ * shell in between (sh would reset what it inherits). */
+static void run_argv(run_t *r, struct ev_loop *loop, char *const argv[])
 {
-	char *argv[] = {"sh", "-c", (char *)script, NULL};
 	char *envp[] = {"PATH=/usr/bin:/bin", NULL};
 	char err[256];
 	ev_timer deadline;
 
 	memset(r, 0, sizeof(*r));
 	ss_child_init(&r->ch, loop, on_line, on_exit_cb, r);
-	assert_int_equal(ss_child_spawn(&r->ch, "/bin/sh", argv, envp, err, sizeof(err)), 0);
-	assert_true(r->ch.pid > 0);
+	assert_int_equal(ss_child_spawn(&r->ch, argv[0], argv, envp, err, sizeof(err)), 0);
 	ev_timer_init(&deadline, deadline_cb, 10., 0.);
 	ev_timer_start(loop, &deadline);
 	ev_run(loop, 0);
 	ev_timer_stop(loop, &deadline);
 	assert_true(r->exited);
+}
+
+/* Runs "sh -c script" on loop until it exits (10 s at most). */
+static void run_sh(run_t *r, struct ev_loop *loop, const char *script)
+{
+	char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+
+	run_argv(r, loop, argv);
 	assert_int_equal(r->ch.pid, 0);
 	assert_int_equal(r->ch.out.fd, -1);
 }
@@ -92,24 +99,6 @@ static void check_output_and_status(struct ev_loop *loop)
 
 /* Its own process group, nothing blocked, only 0, 1 and 2 open even when we
  * hold a descriptor without close-on-exec, stdin on /dev/null. */
-/* Runs argv[0] with argv on loop until it exits (10 s at most), without a
- * shell in between (sh would reset what it inherits). */
-static void run_argv(run_t *r, struct ev_loop *loop, char *const argv[])
-{
-	char *envp[] = {"PATH=/usr/bin:/bin", NULL};
-	char err[256];
-	ev_timer deadline;
-
-	memset(r, 0, sizeof(*r));
-	ss_child_init(&r->ch, loop, on_line, on_exit_cb, r);
-	assert_int_equal(ss_child_spawn(&r->ch, argv[0], argv, envp, err, sizeof(err)), 0);
-	ev_timer_init(&deadline, deadline_cb, 10., 0.);
-	ev_timer_start(loop, &deadline);
-	ev_run(loop, 0);
-	ev_timer_stop(loop, &deadline);
-	assert_true(r->exited);
-}
-
 static void check_inheritance(struct ev_loop *loop)
 {
 	int leak = socket(AF_INET, SOCK_DGRAM, 0);
