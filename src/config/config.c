@@ -380,6 +380,27 @@ static int finish_users(ss_config_t *cfg, char *err, size_t errlen)
 	return rc;
 }
 
+/* What goes through the plugin: what plugin_mode names of what the program
+ * relays to or from the server. ss-local keeps TCP in udp_only mode for
+ * SOCKS5 alone, which never reaches the server. */
+static int finish_plugin(ss_config_t *cfg, char *err, size_t errlen)
+{
+	static const char *const names[] = {
+	    [SS_MODE_TCP_ONLY] = "tcp_only",
+	    [SS_MODE_TCP_AND_UDP] = "tcp_and_udp",
+	    [SS_MODE_UDP_ONLY] = "udp_only",
+	};
+
+	cfg->plugin_tcp = cfg->mode != SS_MODE_UDP_ONLY && cfg->plugin_mode != SS_MODE_UDP_ONLY;
+	cfg->plugin_udp = cfg->mode != SS_MODE_TCP_ONLY && cfg->plugin_mode != SS_MODE_TCP_ONLY;
+	if (!cfg->plugin_tcp && !cfg->plugin_udp)
+		return ss_cfg_err(err, errlen,
+				  "plugin_mode %s with mode %s leaves the plugin '%s' nothing to "
+				  "carry",
+				  names[cfg->plugin_mode], names[cfg->mode], cfg->plugin);
+	return 0;
+}
+
 /* Defaults for what neither source set, then the checks that need the
  * whole picture, then the key. */
 static int finish(ss_config_t *cfg, char *err, size_t errlen)
@@ -415,6 +436,9 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 	if (cfg->prog == SS_PROG_TUNNEL && !cfg->have_tunnel_addr)
 		return ss_cfg_err(err, errlen,
 				  "missing tunnel address (-L host:port or \"tunnel_address\")");
+
+	if (cfg->plugin[0] && finish_plugin(cfg, err, errlen) != 0)
+		return -EINVAL;
 
 	if (cfg->timeout == 0)
 		cfg->timeout = 60;

@@ -108,12 +108,16 @@ typedef struct ss_config {
 	 * many (refusing new connections beyond it). */
 	long replay_capacity;
 
-	/* Parsed and kept for later work; the programs do not act on them yet.
-	 * Empty means not given (an empty "plugin" counts as none, as libev). */
+	/* Empty means not given (an empty "plugin" counts as none, as libev). */
 	char acl[4096];         /* --acl / "acl": path of the ACL file */
-	char plugin[4096];      /* --plugin / "plugin": SIP003 plugin command */
-	char plugin_opts[4096]; /* --plugin-opts / "plugin_opts" */
-	char plugin_mode[32];   /* --plugin-mode / "plugin_mode" */
+	char plugin[4096];      /* --plugin / "plugin": SIP003 plugin, a path or a name */
+	char plugin_opts[4096]; /* --plugin-opts / "plugin_opts": its SS_PLUGIN_OPTIONS */
+	/* --plugin-mode / "plugin_mode": which traffic goes through the plugin
+	 * (default tcp_only); plugin_tcp and plugin_udp say what that leaves it
+	 * of what this program relays to or from the server, at least one of
+	 * them when there is a plugin. */
+	ss_relay_mode_t plugin_mode;
+	bool plugin_tcp, plugin_udp;
 
 	/* Parser bookkeeping, not for the core. The secret text waits here
 	 * until the method is known, and is wiped once the key is derived

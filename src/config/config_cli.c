@@ -291,8 +291,7 @@ static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t err
 			    "--plugin-mode must be tcp_only, tcp_and_udp or udp_only, "
 			    "not '%s'",
 			    arg);
-		rc = copy_opt(cfg->plugin_mode, sizeof(cfg->plugin_mode), arg, "--plugin-mode", err,
-			      errlen);
+		cfg->plugin_mode = m;
 		bit = ss_cfg_bit(SS_CF_PLUGIN_MODE);
 		break;
 	}

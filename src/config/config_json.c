@@ -351,11 +351,7 @@ static int j_mode(ss_config_t *cfg, const cJSON *v, const char *key, char *err, 
 static int j_plugin_mode(ss_config_t *cfg, const cJSON *v, const char *key, char *err,
 			 size_t errlen)
 {
-	ss_relay_mode_t m;
-
-	if (mode_of(v, &m, key, err, errlen) != 0)
-		return -EINVAL;
-	return copy_string(cfg->plugin_mode, sizeof(cfg->plugin_mode), v, key, err, errlen);
+	return mode_of(v, &cfg->plugin_mode, key, err, errlen);
 }
 
 static int j_tunnel(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)

@@ -132,9 +132,11 @@ void ss_config_usage(ss_prog_t prog, void *out)
 	line(f, "[--mptcp]", "Use Multipath TCP.");
 	line(f, "[--no-delay]", "Set TCP_NODELAY.");
 	line(f, "[--key <key_in_base64>]", "Key in base64, instead of a password.");
-	line(f, "[--plugin <name>]", "SIP003 plugin to run.");
-	line(f, "[--plugin-opts <options>]", "Options for the plugin.");
-	line(f, "[--plugin-mode <mode>]", "tcp_only, tcp_and_udp or udp_only.");
+	line(f, "[--plugin <plugin>]", "SIP003 plugin to run: a path, or a name");
+	more(f, "in PATH or the working directory.");
+	line(f, "[--plugin-opts <options>]", "Its options (SS_PLUGIN_OPTIONS).");
+	line(f, "[--plugin-mode <mode>]", "What it carries: tcp_only (default),");
+	more(f, "tcp_and_udp (SIP003u) or udp_only.");
 	fputc('\n', f);
 
 	line(f, "[-v]", "More log output; repeat for even more.");

@@ -479,9 +479,12 @@ void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a)
 void ss_conn_connect_server(ss_conn_t *c)
 {
 	struct ss_instance *inst = c->inst;
-	size_t i = inst->n_servers > 1 ? (size_t)random() % inst->n_servers : 0;
+	size_t n = inst->n_servers, i = n > 1 ? (size_t)random() % n : 0;
 
-	ss_conn_connect_sa(c, (struct sockaddr *)&inst->servers[i], inst->server_lens[i]);
+	/* Past servers whose plugin is down, if another is up. */
+	for (size_t k = 1; k < n && inst->routes[i].down; k++)
+		i = (i + 1) % n;
+	ss_conn_connect_sa(c, (struct sockaddr *)&inst->routes[i].tcp, inst->routes[i].tcp_len);
 }
 
 /* Acts on the ACL's answer; sa is the target's address when it was

@@ -16,7 +16,7 @@
 /* Pipes for splice(2) at once (two descriptors each, kept out of the
  * connections' budget): the directions moving bytes right now. */
 #define SPLICE_PIPES 64
-#define ACCEPT_RETRY 1.0        /* seconds between accept attempts while out of descriptors */
+#define ACCEPT_RETRY 1.0 /* seconds between accept attempts while out of descriptors */
 
 /* What the descriptor limit (RLIMIT_NOFILE) allows at once: a few for
  * listeners, the resolver and the like, two per splice pipe where the limit
@@ -64,6 +64,18 @@ static instance_budget_t instance_budget(const ss_config_t *cfg, bool tcp, bool 
 	return b;
 }
 
+static void instance_listeners(struct ss_instance *inst, bool on)
+{
+	for (size_t i = 0; i < inst->n_listeners; i++) {
+		if (on)
+			ev_io_start(inst->loop, &inst->listeners[i].io);
+		else
+			ev_io_stop(inst->loop, &inst->listeners[i].io);
+	}
+}
+
+/* Accepting stops for two reasons of its own: a shortage (paused) and no
+ * server to reach (held); it goes on when neither holds. */
 static void instance_pause(struct ss_instance *inst, bool pause)
 {
 	if (inst->paused == pause || inst->stopping)
@@ -71,12 +83,17 @@ static void instance_pause(struct ss_instance *inst, bool pause)
 	inst->paused = pause;
 	if (!pause)
 		ev_timer_stop(inst->loop, &inst->retry);
-	for (size_t i = 0; i < inst->n_listeners; i++) {
-		if (pause)
-			ev_io_stop(inst->loop, &inst->listeners[i].io);
-		else
-			ev_io_start(inst->loop, &inst->listeners[i].io);
-	}
+	if (!inst->held)
+		instance_listeners(inst, !pause);
+}
+
+static void instance_hold(struct ss_instance *inst, bool hold)
+{
+	if (inst->held == hold || inst->stopping)
+		return;
+	inst->held = hold;
+	if (!inst->paused)
+		instance_listeners(inst, !hold);
 }
 
 /* A shortage (every slot in use, or no descriptor for accept) is logged
@@ -133,8 +150,8 @@ void ss_instance_slot_freed(struct ss_instance *inst)
 	instance_pause(inst, false);
 	/* In a shortage of slots, take a waiting connection now rather than
 	 * after the loop's next turn; finding none ends the shortage. */
-	for (size_t i = 0; i < inst->n_listeners && inst->slots_short.times && !inst->paused;
-	     i++)
+	for (size_t i = 0;
+	     i < inst->n_listeners && inst->slots_short.times && !inst->paused && !inst->held; i++)
 		instance_accept_cb(inst->loop, &inst->listeners[i].io, EV_READ);
 }
 
@@ -260,7 +277,8 @@ static int instance_listen(struct ss_instance *inst, const char *host, uint16_t 
 	ss_listener_t *l = &inst->listeners[inst->n_listeners++];
 	l->inst = inst;
 	ev_io_init(&l->io, instance_accept_cb, fd, EV_READ);
-	ev_io_start(inst->loop, &l->io);
+	if (!inst->held)
+		ev_io_start(inst->loop, &l->io);
 	ss_notice("listening on %s",
 		  ss_sockaddr_format((struct sockaddr *)&ss, where, sizeof(where)));
 	return 0;
@@ -336,6 +354,184 @@ static int instance_setup_acl(struct ss_instance *inst, char *err, size_t errlen
 	return 0;
 }
 
+/* --- plugins and what the instance tells its owner --- */
+
+static bool instance_all_plugins(struct ss_instance *inst, ss_plugin_state_t state)
+{
+	for (size_t i = 0; i < inst->n_plugins; i++)
+		if (inst->plugins[i].state != state)
+			return false;
+	return true;
+}
+
+static void instance_check_stopped(struct ss_instance *inst)
+{
+	if (!inst->stopping || inst->stopped_sent || !instance_all_plugins(inst, SS_PLUGIN_IDLE))
+		return;
+	inst->stopped_sent = true;
+	if (inst->cb)
+		inst->cb(inst, SS_INSTANCE_STOPPED, NULL, inst->cb_arg);
+}
+
+static void instance_fail(struct ss_instance *inst, const char *msg)
+{
+	if (!inst->stopping) {
+		if (inst->cb)
+			inst->cb(inst, SS_INSTANCE_FAILED, msg, inst->cb_arg);
+		else
+			ss_err("%s", msg);
+	}
+	ss_instance_stop(inst);
+}
+
+static void instance_plugin_cb(ss_plugin_t *p, ss_plugin_event_t ev, const char *msg)
+{
+	struct ss_instance *inst = p->data;
+	ss_route_t *r = &inst->routes[p - inst->plugins];
+	bool any_up = false;
+
+	switch (ev) {
+	case SS_PLUGIN_UP:
+		r->down = false;
+		instance_hold(inst, false);
+		if (!inst->ready_sent && instance_all_plugins(inst, SS_PLUGIN_RUNNING)) {
+			inst->ready_sent = true;
+			if (inst->cb)
+				inst->cb(inst, SS_INSTANCE_READY, NULL, inst->cb_arg);
+		}
+		break;
+	case SS_PLUGIN_DOWN:
+		if (p->server || !p->tcp)
+			break;
+		r->down = true;
+		for (size_t i = 0; i < inst->n_servers; i++)
+			any_up |= !inst->routes[i].down;
+		if (!any_up)
+			instance_hold(inst, true);
+		break;
+	case SS_PLUGIN_FAILED:
+		instance_fail(inst, msg);
+		break;
+	case SS_PLUGIN_GONE:
+		instance_check_stopped(inst);
+		break;
+	}
+}
+
+/* The loop's first turn: plugins start here, in the process and as the user
+ * that runs the loop. */
+static void instance_kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct ss_instance *inst = w->data;
+	char err[512];
+	(void)loop;
+	(void)revents;
+
+	for (size_t i = 0; i < inst->n_plugins; i++)
+		if (ss_plugin_start(&inst->plugins[i], err, sizeof(err)) < 0) {
+			instance_fail(inst, err);
+			return;
+		}
+	if (inst->n_plugins == 0) {
+		inst->ready_sent = true;
+		if (inst->cb)
+			inst->cb(inst, SS_INSTANCE_READY, NULL, inst->cb_arg);
+	}
+}
+
+void ss_instance_set_cb(ss_instance_t *inst, ss_instance_cb cb, void *arg)
+{
+	inst->cb = cb;
+	inst->cb_arg = arg;
+}
+
+/* A plugin for server entry i (host:port), set up but not started. */
+static int instance_plugin(struct ss_instance *inst, const char *host, uint16_t port, char *err,
+			   size_t errlen)
+{
+	const ss_config_t *cfg = inst->cfg;
+	ss_plugin_spec_t spec = {.plugin = cfg->plugin,
+				 .opts = cfg->plugin_opts,
+				 .remote_host = host,
+				 .remote_port = port,
+				 .server = cfg->prog == SS_PROG_SERVER,
+				 .tcp = cfg->plugin_tcp,
+				 .udp = cfg->plugin_udp};
+	ss_plugin_t *p = &inst->plugins[inst->n_plugins++];
+
+	if (spec.server && strcmp(host, "::") == 0) {
+		/* As our own listener does, on a host without IPv6. */
+		int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 && errno == EAFNOSUPPORT)
+			spec.remote_host = "0.0.0.0";
+		if (fd >= 0)
+			close(fd);
+	}
+	return ss_plugin_init(p, inst->loop, &spec, instance_plugin_cb, inst, err, errlen);
+}
+
+/* ss-server entry host:port: the plugin takes the public address for what it
+ * carries, and ss-server listens on its loopback port for that. */
+static int instance_server_entry(struct ss_instance *inst, const char *host, uint16_t port,
+				 bool tcp, bool udp, char *err, size_t errlen)
+{
+	const ss_config_t *cfg = inst->cfg;
+	bool ptcp = tcp && cfg->plugin_tcp, pudp = udp && cfg->plugin_udp;
+	struct sockaddr_in *lo;
+	socklen_t len;
+	int rc;
+
+	if (!cfg->plugin[0])
+		return instance_listen(inst, host, port, tcp, udp, err, errlen);
+	if ((rc = instance_plugin(inst, host, port, err, errlen)) < 0)
+		return rc;
+	lo = (struct sockaddr_in *)ss_plugin_local(&inst->plugins[inst->n_plugins - 1], &len);
+	if ((ptcp || pudp) && (rc = instance_listen(inst, "127.0.0.1", ntohs(lo->sin_port), ptcp,
+						    pudp, err, errlen)) < 0)
+		return rc;
+	if ((tcp && !ptcp) || (udp && !pudp))
+		return instance_listen(inst, host, port, tcp && !ptcp, udp && !pudp, err, errlen);
+	return 0;
+}
+
+/* A client's server entry i: its address, its plugin's for what that
+ * carries; the server is looked up only when something goes to it
+ * directly. */
+static int instance_client_entry(struct ss_instance *inst, size_t i, bool tcp, bool udp, char *err,
+				 size_t errlen)
+{
+	const ss_config_t *cfg = inst->cfg;
+	const ss_host_port_t *hp = &cfg->servers[i];
+	uint16_t port = hp->port ? hp->port : cfg->server_port;
+	bool plugin = cfg->plugin[0] != '\0';
+	ss_route_t *r = &inst->routes[i];
+	struct sockaddr_storage ss = {0};
+	socklen_t len = 0;
+	int rc;
+
+	if ((!plugin || (tcp && !cfg->plugin_tcp) || (udp && !cfg->plugin_udp)) &&
+	    (rc = ss_sock_resolve_startup(hp->host, port, cfg->ipv6_first, false, &ss, &len, err,
+					  errlen)) < 0)
+		return rc;
+	r->tcp = r->udp = ss;
+	r->tcp_len = r->udp_len = len;
+	if (!plugin)
+		return 0;
+	if ((rc = instance_plugin(inst, hp->host, port, err, errlen)) < 0)
+		return rc;
+	const struct sockaddr *lo = ss_plugin_local(&inst->plugins[inst->n_plugins - 1], &len);
+	if (cfg->plugin_tcp) {
+		memcpy(&r->tcp, lo, len);
+		r->tcp_len = len;
+		r->down = true; /* until it is up */
+	}
+	if (cfg->plugin_udp) {
+		memcpy(&r->udp, lo, len);
+		r->udp_len = len;
+	}
+	return 0;
+}
+
 int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t **out, char *err,
 		       size_t errlen)
 {
@@ -353,13 +549,11 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	}
 	inst->cfg = cfg;
 	inst->loop = loop;
-	/* Silently running without a requested plugin would be worse than
-	 * not starting. */
-	if (cfg->plugin[0]) {
-		snprintf(err, errlen, "--plugin/\"plugin\" is not supported yet");
-		free(inst);
-		return -ENOTSUP;
-	}
+	ev_timer_init(&inst->kick, instance_kick_cb, 0., 0.);
+	inst->kick.data = inst;
+	/* A client accepts once its plugin is up: before that, a connection
+	 * could only fail. */
+	inst->held = cfg->prog != SS_PROG_SERVER && cfg->plugin[0] && cfg->plugin_tcp;
 	inst->splice_ok =
 	    ss_splice_supported() && ss_pipe_pool_init(&inst->pipes, NULL, SPLICE_PIPES) == 0;
 	inst->be = ss_crypto_default();
@@ -382,8 +576,8 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	if ((rc = ss_codec_setup(&inst->codec, cfg, inst->be, cfg->prog == SS_PROG_SERVER, err,
 				 errlen)) < 0)
 		goto fail;
-	if (ss_pool_init(&inst->conns,
-			 sizeof(ss_conn_t) + 2 * ss_codec_state_size(&inst->codec), max_conns) < 0 ||
+	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t) + 2 * ss_codec_state_size(&inst->codec),
+			 max_conns) < 0 ||
 	    ss_pool_init(&inst->bufs, SS_LEASE_SIZE, 2 * max_conns) < 0) {
 		snprintf(err, errlen, "cannot reserve memory for %zu connections", max_conns);
 		rc = -ENOMEM;
@@ -407,24 +601,23 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 		for (size_t i = 0; i < cfg->n_servers; i++) {
 			uint16_t port =
 			    cfg->servers[i].port ? cfg->servers[i].port : cfg->server_port;
-			if ((rc = instance_listen(inst, cfg->servers[i].host, port, tcp, udp, err,
-						  errlen)) < 0)
+			if ((rc = instance_server_entry(inst, cfg->servers[i].host, port, tcp, udp,
+							err, errlen)) < 0)
 				goto fail;
 		}
 	} else {
-		for (size_t i = 0; i < cfg->n_servers; i++) {
-			uint16_t port =
-			    cfg->servers[i].port ? cfg->servers[i].port : cfg->server_port;
-			if (ss_sock_resolve_startup(cfg->servers[i].host, port, cfg->ipv6_first,
-						    false, &inst->servers[i], &inst->server_lens[i],
-						    err, errlen) < 0)
+		/* What reaches the server: TCP unless udp_only (ss-local's TCP
+		 * then is SOCKS5 alone), UDP unless tcp_only. */
+		bool to_tcp = cfg->mode != SS_MODE_UDP_ONLY;
+		for (size_t i = 0; i < cfg->n_servers; i++)
+			if ((rc = instance_client_entry(inst, i, to_tcp, udp, err, errlen)) < 0)
 				goto fail;
-		}
 		inst->n_servers = cfg->n_servers;
 		if ((rc = instance_listen(inst, cfg->local_addr[0] ? cfg->local_addr : "127.0.0.1",
 					  cfg->local_port, tcp, udp, err, errlen)) < 0)
 			goto fail;
 	}
+	ev_timer_start(loop, &inst->kick);
 	*out = inst;
 	return 0;
 fail:
@@ -451,13 +644,20 @@ void ss_instance_stop(ss_instance_t *inst)
 	ss_resolver_free(&inst->resolver);
 	ss_udp_free(&inst->udp);
 	ss_conn_reap(inst);
+	ev_timer_stop(inst->loop, &inst->kick);
+	for (size_t i = 0; i < inst->n_plugins; i++)
+		ss_plugin_stop(&inst->plugins[i]);
+	instance_check_stopped(inst);
 }
 
 void ss_instance_destroy(ss_instance_t *inst)
 {
 	if (!inst)
 		return;
+	inst->cb = NULL;
 	ss_instance_stop(inst);
+	for (size_t i = 0; i < inst->n_plugins; i++)
+		ss_plugin_free(&inst->plugins[i]);
 	for (size_t i = 0; i < inst->n_listeners; i++)
 		close(inst->listeners[i].io.fd);
 	for (size_t i = 0; i < inst->conns.fresh; i++) {

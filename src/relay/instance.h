@@ -6,6 +6,7 @@
 #include "config/config.h"
 #include "codec/codec.h"
 #include "proto/acl.h"
+#include "net/plugin.h"
 #include "net/resolver.h"
 #include "net/sock.h"
 #include "relay/conn.h"
@@ -22,6 +23,14 @@ typedef struct ss_shortage {
 	ev_timer quiet;   /* running: over unless it hits again first */
 } ss_shortage_t;
 
+/* Clients: how one server is reached, per protocol: the server itself, or
+ * its plugin's loopback address. */
+typedef struct ss_route {
+	struct sockaddr_storage tcp, udp;
+	socklen_t tcp_len, udp_len;
+	bool down; /* its plugin carries TCP and is not up: no new connections */
+} ss_route_t;
+
 typedef struct ss_listener {
 	ev_io io;
 	struct ss_instance *inst;
@@ -35,15 +44,16 @@ struct ss_instance {
 	ss_pool_t conns;
 	ss_pool_t bufs;
 	ss_resolver_t resolver;
-	ss_codec_t codec;       /* the method's, with a server's replay pools */
-	ss_acl_t *acl;          /* --acl, or NULL */
-	bool acl_by_addr;       /* the ACL has address rules: names may need a lookup */
-	bool splice_ok;         /* splice(2) may move COPY directions (ss_splice_supported) */
-	ss_pipe_pool_t pipes;   /* their pipes, held only while bytes are in them */
-	ss_udp_relay_t udp;     /* when the mode includes UDP */
+	ss_codec_t codec;     /* the method's, with a server's replay pools */
+	ss_acl_t *acl;        /* --acl, or NULL */
+	bool acl_by_addr;     /* the ACL has address rules: names may need a lookup */
+	bool splice_ok;       /* splice(2) may move COPY directions (ss_splice_supported) */
+	ss_pipe_pool_t pipes; /* their pipes, held only while bytes are in them */
+	ss_udp_relay_t udp;   /* when the mode includes UDP */
 	ss_listener_t listeners[SS_MAX_SERVERS];
 	size_t n_listeners;
-	bool paused;    /* listeners stopped: no free slot or no descriptor */
+	bool paused; /* listeners stopped: no free slot or no descriptor */
+	bool held;   /* listeners stopped: no server is reachable (plugins down) */
 	ss_shortage_t slots_short, fds_short;
 	ev_timer retry; /* resumes accepting after a descriptor shortage no slot holds */
 	/* Frees closed connections once the callbacks of this loop iteration
@@ -52,10 +62,18 @@ struct ss_instance {
 	 * free. */
 	ev_prepare reaper;
 	ss_conn_t *closed;
-	/* clients: the servers, resolved at start-up */
-	struct sockaddr_storage servers[SS_MAX_SERVERS];
-	socklen_t server_lens[SS_MAX_SERVERS];
+	/* clients: the servers, resolved at start-up, or their plugins */
+	ss_route_t routes[SS_MAX_SERVERS];
 	size_t n_servers;
+	/* SIP003 plugins, one per configured server, started on the loop
+	 * (kick) so that they are children of the process that runs it (after
+	 * a daemon's fork) with its final user. */
+	ss_plugin_t plugins[SS_MAX_SERVERS];
+	size_t n_plugins;
+	ev_timer kick;
+	ss_instance_cb cb;
+	void *cb_arg;
+	bool ready_sent, stopped_sent;
 	/* server: outbound source addresses */
 	struct sockaddr_storage bind4, bind6;
 	ss_sockopts_t sockopts;

@@ -28,12 +28,45 @@ static void *program_ev_alloc(void *ptr, long size)
 	return ss_tarenas_realloc(&program_ev_arenas, ptr, (size_t)size);
 }
 
+/* One program's run: what its callbacks need. */
+typedef struct program {
+	struct ev_loop *loop;
+	ss_instance_t *inst;
+	int notify; /* -f: where the foreground process waits for our word; else -1 */
+	int rc;     /* the exit status */
+} program_t;
+
+/* The loop runs on after a signal until the instance has stopped its
+ * plugins and reaped them (STOPPED). */
 static void program_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
+	program_t *p = w->data;
+	(void)loop;
 	(void)revents;
+
 	ss_notice("signal %d: shutting down", w->signum);
-	ss_instance_stop(w->data);
-	ev_break(loop, EVBREAK_ALL);
+	ss_instance_stop(p->inst);
+}
+
+static void program_event_cb(ss_instance_t *inst, ss_instance_event_t ev, const char *msg,
+			     void *arg)
+{
+	program_t *p = arg;
+	(void)inst;
+
+	switch (ev) {
+	case SS_INSTANCE_READY:
+		ss_proc_daemon_ready(&p->notify, NULL);
+		break;
+	case SS_INSTANCE_FAILED:
+		ss_err("%s", msg);
+		ss_proc_daemon_ready(&p->notify, msg);
+		p->rc = 1;
+		break;
+	case SS_INSTANCE_STOPPED:
+		ev_break(p->loop, EVBREAK_ALL);
+		break;
+	}
 }
 
 static const char *program_name(ss_prog_t prog)
@@ -47,8 +80,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 {
 	static ss_config_t cfg;
 	const char *name = program_name(prog);
-	struct ev_loop *loop;
-	ss_instance_t *inst = NULL;
+	program_t p = {.notify = -1};
 	ev_signal sigint, sigterm;
 	char err[1024], what[256];
 	int rc;
@@ -76,44 +108,49 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		ss_warn("%s", err);
 
 	ev_set_allocator(program_ev_alloc);
-	loop = EV_DEFAULT;
-	rc = ss_instance_create(&cfg, loop, &inst, err, sizeof(err));
+	p.loop = EV_DEFAULT;
+	rc = ss_instance_create(&cfg, p.loop, &p.inst, err, sizeof(err));
 	if (rc < 0) {
 		ss_err("%s", err);
 		ss_config_clear(&cfg);
 		return 1;
 	}
 	if (cfg.pid_file[0]) {
-		rc = ss_proc_daemonize(cfg.pid_file, err, sizeof(err));
+		/* The foreground part waits for the word that the background one
+		 * serves (its plugins up), or why it could not. */
+		rc = ss_proc_daemonize(cfg.pid_file, &p.notify, err, sizeof(err));
 		if (rc != 0) {
 			/* The foreground part (or a failed fork) lets go of what the
 			 * daemon now holds on its own. */
 			if (rc < 0)
 				ss_err("%s", err);
-			ss_instance_destroy(inst);
+			ss_instance_destroy(p.inst);
 			ss_config_clear(&cfg);
 			return rc < 0 ? 1 : 0;
 		}
-		ev_loop_fork(loop);
+		ev_loop_fork(p.loop);
 	}
 	if (cfg.user[0] && ss_proc_drop_user(cfg.user, err, sizeof(err)) < 0) {
 		ss_err("%s", err);
-		ss_instance_destroy(inst);
+		ss_proc_daemon_ready(&p.notify, err);
+		ss_instance_destroy(p.inst);
 		ss_config_clear(&cfg);
 		return 1;
 	}
 	ss_notice("%s %s started, method %s (%s)", name, SS_VERSION, cfg.method->name,
 		  ss_crypto_describe(ss_crypto_default(), cfg.method, what, sizeof(what)));
 
+	ss_instance_set_cb(p.inst, program_event_cb, &p);
 	ev_signal_init(&sigint, program_signal_cb, SIGINT);
 	ev_signal_init(&sigterm, program_signal_cb, SIGTERM);
-	sigint.data = sigterm.data = inst;
-	ev_signal_start(loop, &sigint);
-	ev_signal_start(loop, &sigterm);
-	ev_run(loop, 0);
-	ev_signal_stop(loop, &sigint);
-	ev_signal_stop(loop, &sigterm);
-	ss_instance_destroy(inst);
+	sigint.data = sigterm.data = &p;
+	ev_signal_start(p.loop, &sigint);
+	ev_signal_start(p.loop, &sigterm);
+	ev_run(p.loop, 0);
+	ev_signal_stop(p.loop, &sigint);
+	ev_signal_stop(p.loop, &sigterm);
+	ss_proc_daemon_ready(&p.notify, "stopped before it started");
+	ss_instance_destroy(p.inst);
 	ss_config_clear(&cfg);
-	return 0;
+	return p.rc;
 }

@@ -140,9 +140,10 @@ static int udp_assoc_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	int fd;
 
 	if (u->client) {
-		const struct sockaddr *srv = (struct sockaddr *)&inst->servers[a->server];
+		const ss_route_t *r = &inst->routes[a->server];
+		const struct sockaddr *srv = (const struct sockaddr *)&r->udp;
 		fd = ss_sock_udp_open(srv->sa_family, o);
-		if (fd >= 0 && connect(fd, srv, inst->server_lens[a->server]) < 0) {
+		if (fd >= 0 && connect(fd, srv, r->udp_len) < 0) {
 			int e = errno;
 			close(fd);
 			return -e;

@@ -7,10 +7,17 @@
 
 /* Raises RLIMIT_NOFILE to n (soft and hard, as far as allowed). */
 int ss_proc_set_nofile(long n, char *err, size_t errlen);
-/* Forks into the background, detaches from the terminal, writes the child's
- * pid to pid_file. Returns 1 in the parent (which should exit 0), 0 in the
- * child. */
-int ss_proc_daemonize(const char *pid_file, char *err, size_t errlen);
+/* Forks into the background and detaches from the terminal. The parent
+ * waits (up to SS_PROC_DAEMON_WAIT seconds) for the child's word through
+ * ss_proc_daemon_ready: on success it writes the child's pid to pid_file and
+ * returns 1 (it should exit 0); on a failure it returns -errno with the
+ * child's reason in err (it should exit 1). The child gets 0 and *notify, the
+ * descriptor to give its word on. */
+#define SS_PROC_DAEMON_WAIT 60
+int ss_proc_daemonize(const char *pid_file, int *notify, char *err, size_t errlen);
+/* The child's word: started (failure NULL) or not, and why. Once: *notify is
+ * closed and set to -1; nothing happens when it is -1 already. */
+void ss_proc_daemon_ready(int *notify, const char *failure);
 /* Switches to user (name or numeric uid), with its primary group. */
 int ss_proc_drop_user(const char *user, char *err, size_t errlen);
 

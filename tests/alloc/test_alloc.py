@@ -10,7 +10,9 @@ back and come out again), then the count is taken, 200 TCP connections and
 Traffic per round: TCP through ss-tunnel (ssload rr) and through ss-local to
 the name "target.test", which ss-server resolves itself with c-ares from a
 DNS responder on loopback (every lookup goes through c-ares); UDP through
-ss-tunnel (ssload udp-send) and through ss-local's SOCKS5 UDP ASSOCIATE."""
+ss-tunnel (ssload udp-send) and through ss-local's SOCKS5 UDP ASSOCIATE. One
+case runs all three with a SIP003u plugin (tests/integration/xorplugin.py)
+carrying TCP and UDP."""
 
 import os
 import signal
@@ -102,8 +104,21 @@ def traffic(ssload, tunnel, local, sink_port, uecho, conns, datagrams, parallel)
     app.close()
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_no_allocations_in_steady_state(request, ss, tmp_path, shim, ssload, echo, method):
+# SIP003u: TCP and UDP through tests/integration/xorplugin.py in all three.
+XOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration",
+                   "xorplugin.py")
+CASES = [(m, False) for m in METHODS] + [("chacha20-ietf-poly1305", True)]
+
+
+def plugin_args(plugin, opts):
+    return ["--plugin", XOR, "--plugin-opts", opts, "--plugin-mode", "tcp_and_udp"] \
+        if plugin else []
+
+
+@pytest.mark.parametrize("method,plugin", CASES,
+                         ids=[m + ("-plugin" if p else "") for m, p in CASES])
+def test_no_allocations_in_steady_state(request, ss, tmp_path, shim, ssload, echo, method,
+                                        plugin):
     password = "" if method == "none" else None
     progs = {}
     dns = sslib.DnsResponder()
@@ -111,18 +126,21 @@ def test_no_allocations_in_steady_state(request, ss, tmp_path, shim, ssload, ech
     env, rep = counted_env(shim, tmp_path, "ss-server")
     server = ss.server(method=method, password=password, env=env,
                        extra=["-u", "--udp-timeout", str(UDP_TIMEOUT),
-                              "-d", "%s:%d" % (sslib.LOOPBACK4, dns.port)])
+                              "-d", "%s:%d" % (sslib.LOOPBACK4, dns.port)]
+                       + plugin_args(plugin, "server"))
     progs["ss-server"] = Counted(server.program, rep)
     with ssudp.UdpEcho() as uecho:
         env, rep = counted_env(shim, tmp_path, "ss-tunnel")
         tunnel = ss.tunnel(server, echo.addr, password=password, env=env,
-                           extra=["-u", "--udp-timeout", str(UDP_TIMEOUT)])
+                           extra=["-u", "--udp-timeout", str(UDP_TIMEOUT)]
+                           + plugin_args(plugin, ""))
         progs["ss-tunnel"] = Counted(tunnel.program, rep)
         # ss-tunnel carries UDP to the echo on the same port number.
         uecho_tunnel = ssudp.UdpEcho(port=echo.port)
         env, rep = counted_env(shim, tmp_path, "ss-local")
         local = ss.local(server, password=password, env=env,
-                         extra=["-u", "--udp-timeout", str(UDP_TIMEOUT)])
+                         extra=["-u", "--udp-timeout", str(UDP_TIMEOUT)]
+                         + plugin_args(plugin, ""))
         progs["ss-local"] = Counted(local.program, rep)
         try:
             # More connections at a time in the warm-up than measured: the

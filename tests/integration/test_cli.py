@@ -329,18 +329,6 @@ def test_bad_key_is_rejected(ss, bad):
     assert re.search(r"key", p.stderr(), re.I), "no message about the key: %r" % p.stderr()
 
 
-@pytest.mark.parametrize("prog", PROGS)
-@pytest.mark.parametrize("flag", (["--plugin", "obfs-local"],), ids=("plugin",))
-def test_unsupported_features_refuse_to_start(ss, prog, flag):
-    """A feature the relay cannot honour yet stops the program at start-up
-    instead of running without it."""
-    argv, _ = base_settings(prog, "aes-256-gcm")
-    argv += flag
-    (rc, p), = run_all(ss, [(prog, argv)])
-    assert rc is not None and rc != 0, "%s %s: exit %s" % (prog, flag, rc)
-    assert "not supported" in p.stderr(), p.stderr()
-
-
 # --- signals ---------------------------------------------------------------
 
 @pytest.mark.parametrize("sig", (signal.SIGTERM, signal.SIGINT), ids=("TERM", "INT"))

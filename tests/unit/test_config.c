@@ -184,7 +184,9 @@ static void test_local_every_flag(void **state)
 	assert_string_equal(cfg.acl, "/etc/ss/local.acl");
 	assert_string_equal(cfg.plugin, "obfs-local");
 	assert_string_equal(cfg.plugin_opts, "obfs=http");
-	assert_string_equal(cfg.plugin_mode, "tcp_and_udp");
+	assert_int_equal(cfg.plugin_mode, SS_MODE_TCP_AND_UDP);
+	assert_true(cfg.plugin_tcp);
+	assert_true(cfg.plugin_udp);
 	expect_key_from_password("aes-256-gcm", "pw");
 }
 
@@ -410,8 +412,7 @@ static void test_version(void **state)
 		assert_int_equal(ss_config_parse(&cfg, progs[p], 4, argv, out, err, sizeof(err)),
 				 SS_CONFIG_VERSION);
 		fclose(out);
-		snprintf(want, sizeof(want), "%s (shadowsocks-c) %s\n", prog_names[p],
-			 SS_VERSION);
+		snprintf(want, sizeof(want), "%s (shadowsocks-c) %s\n", prog_names[p], SS_VERSION);
 		assert_true(strncmp(text, want, strlen(want)) == 0);
 		snprintf(want, sizeof(want), "crypto: %s\n",
 			 ss_crypto_own_setting(ss_crypto_default(), what, sizeof(what)));
@@ -551,6 +552,15 @@ static void test_cli_errors(void **state)
 		     "averyveryverylongname", NULL);
 	expect_error("--plugin-mode must be tcp_only, tcp_and_udp or udp_only, not 'tcp'",
 		     SS_PROG_LOCAL, "--plugin-mode", "tcp", NULL);
+	/* ss-local's TCP in udp_only mode is SOCKS5 alone: nothing for the plugin */
+	expect_error("plugin_mode tcp_only with mode udp_only leaves the plugin 'p' nothing to "
+		     "carry",
+		     SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "-k", "pw", "-U", "--plugin",
+		     "p", NULL);
+	expect_error("plugin_mode udp_only with mode tcp_only leaves the plugin 'p' nothing to "
+		     "carry",
+		     SS_PROG_SERVER, "-p", "1", "-k", "pw", "--plugin", "p", "--plugin-mode",
+		     "udp_only", NULL);
 	expect_error("unknown option '--bogus'", SS_PROG_LOCAL, "--bogus", NULL);
 	expect_error("unknown option -x", SS_PROG_LOCAL, "-x", NULL);
 	expect_error("option -p needs a value", SS_PROG_LOCAL, "-p", NULL);
@@ -620,7 +630,7 @@ static void test_json_forms(void **state)
 				     "  \"acl\": \"/etc/a.acl\",\n"
 				     "  \"plugin\": \"v2ray-plugin\",\n"
 				     "  \"plugin_opts\": \"server\",\n"
-				     "  \"plugin_mode\": \"tcp_only\",\n"
+				     "  \"plugin_mode\": \"tcp_and_udp\",\n"
 				     "  \"local_ipv4_address\": \"192.0.2.50\",\n"
 				     "  \"local_ipv6_address\": \"2001:db8::50\",\n"
 				     "  \"tunnel_address\": \"example.com:443\",\n"
@@ -654,7 +664,10 @@ static void test_json_forms(void **state)
 	assert_string_equal(cfg.acl, "/etc/a.acl");
 	assert_string_equal(cfg.plugin, "v2ray-plugin");
 	assert_string_equal(cfg.plugin_opts, "server");
-	assert_string_equal(cfg.plugin_mode, "tcp_only");
+	assert_int_equal(cfg.plugin_mode, SS_MODE_TCP_AND_UDP);
+	/* mode udp_only: of tcp_and_udp, the plugin carries UDP alone */
+	assert_false(cfg.plugin_tcp);
+	assert_true(cfg.plugin_udp);
 	assert_string_equal(cfg.local_ipv4_addr, "192.0.2.50");
 	assert_string_equal(cfg.local_ipv6_addr, "2001:db8::50");
 	assert_true(cfg.have_tunnel_addr);

@@ -1,0 +1,434 @@
+#include "net/plugin.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "net/ports.h"
+#include "util/log.h"
+
+/* Looks for its ports this long after the start, doubling up to the most. */
+#define PLUGIN_PROBE_FIRST 0.005
+#define PLUGIN_PROBE_MOST 0.25
+/* Where the system cannot say which ports are open: up after this long. */
+#define PLUGIN_BLIND_UP 1.0
+
+extern char **environ;
+
+static const char *const plugin_env_names[] = {
+    "SS_REMOTE_HOST=", "SS_REMOTE_PORT=", "SS_LOCAL_HOST=", "SS_LOCAL_PORT=", "SS_PLUGIN_OPTIONS="};
+
+/* 0 when path is a file we may execute; else -errno and why. */
+static int plugin_check_file(const char *path, const char **why)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0) {
+		*why = strerror(errno);
+		return -errno;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		*why = "it is a directory";
+		return -EISDIR;
+	}
+	if (access(path, X_OK) < 0) {
+		*why = errno == EACCES ? "it is not executable" : strerror(errno);
+		return -errno;
+	}
+	return 0;
+}
+
+static char *plugin_join(const char *dir, size_t dlen, const char *name)
+{
+	size_t n = strlen(name);
+	char *s = malloc(dlen + n + 2);
+
+	if (s) {
+		memcpy(s, dir, dlen);
+		s[dlen] = '/';
+		memcpy(s + dlen + 1, name, n + 1);
+	}
+	return s;
+}
+
+/* The file to execute: a path as given (made absolute, as a daemon leaves
+ * the working directory), or a name in PATH, then in the working directory
+ * (shadowsocks-libev puts it in front of PATH; a file there does not shadow
+ * a system one here). */
+static int plugin_find(ss_plugin_t *p, const char *plugin, char *err, size_t errlen)
+{
+	char cwd[4096];
+	const char *why = NULL;
+	int rc = -ENOENT;
+
+	if (!getcwd(cwd, sizeof(cwd)))
+		cwd[0] = '\0';
+	if (strchr(plugin, '/')) {
+		p->path = plugin[0] == '/' || !cwd[0] ? strdup(plugin)
+						      : plugin_join(cwd, strlen(cwd), plugin);
+		if (!p->path)
+			goto oom;
+		if ((rc = plugin_check_file(p->path, &why)) < 0) {
+			snprintf(err, errlen, "plugin '%s': %s", plugin, why);
+			return rc;
+		}
+		return 0;
+	}
+	const char *path = getenv("PATH");
+	char seen[4096] = "";
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *dir = path;;) {
+		const char *end = strchr(dir, ':');
+		size_t dlen = end ? (size_t)(end - dir) : strlen(dir);
+		char *cand = dlen ? plugin_join(dir, dlen, plugin) : NULL;
+		if (dlen && !cand)
+			goto oom;
+		if (cand && (rc = plugin_check_file(cand, &why)) == 0) {
+			p->path = cand;
+			return 0;
+		}
+		if (cand && rc != -ENOENT && !seen[0])
+			snprintf(seen, sizeof(seen), "%s: %s", cand, why);
+		free(cand);
+		if (!end)
+			break;
+		dir = end + 1;
+	}
+	if (cwd[0]) {
+		char *cand = plugin_join(cwd, strlen(cwd), plugin);
+		if (!cand)
+			goto oom;
+		if ((rc = plugin_check_file(cand, &why)) == 0) {
+			p->path = cand;
+			return 0;
+		}
+		if (rc != -ENOENT && !seen[0])
+			snprintf(seen, sizeof(seen), "%s: %s", cand, why);
+		free(cand);
+	}
+	if (seen[0]) {
+		snprintf(err, errlen, "plugin '%s': %s", plugin, seen);
+		return -EACCES;
+	}
+	snprintf(err, errlen, "plugin '%s': not found in PATH or the working directory", plugin);
+	return -ENOENT;
+oom:
+	snprintf(err, errlen, "plugin '%s': out of memory", plugin);
+	return -ENOMEM;
+}
+
+static bool plugin_env_ours(const char *entry)
+{
+	for (size_t i = 0; i < sizeof(plugin_env_names) / sizeof(plugin_env_names[0]); i++)
+		if (strncmp(entry, plugin_env_names[i], strlen(plugin_env_names[i])) == 0)
+			return true;
+	return false;
+}
+
+/* Ours, with the five SIP003 variables in place of any we had. */
+static int plugin_build_env(ss_plugin_t *p, const ss_plugin_spec_t *spec)
+{
+	unsigned lport = ntohs(((struct sockaddr_in *)&p->local)->sin_port);
+	size_t n = 0, k = 0;
+
+	for (char **e = environ; e && *e; e++)
+		n++;
+	p->envp = calloc(n + 6, sizeof(char *));
+	if (!p->envp)
+		return -ENOMEM;
+	for (char **e = environ; e && *e; e++)
+		if (!plugin_env_ours(*e) && !(p->envp[k++] = strdup(*e)))
+			return -ENOMEM;
+	if (asprintf(&p->envp[k++], "SS_REMOTE_HOST=%s", spec->remote_host) < 0 ||
+	    asprintf(&p->envp[k++], "SS_REMOTE_PORT=%u", (unsigned)spec->remote_port) < 0 ||
+	    asprintf(&p->envp[k++], "SS_LOCAL_HOST=127.0.0.1") < 0 ||
+	    asprintf(&p->envp[k++], "SS_LOCAL_PORT=%u", lport) < 0)
+		return -ENOMEM;
+	if (spec->opts && spec->opts[0] &&
+	    asprintf(&p->envp[k++], "SS_PLUGIN_OPTIONS=%s", spec->opts) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static void plugin_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void plugin_line_cb(ss_child_t *ch, const char *line);
+static void plugin_exit_cb(ss_child_t *ch, int status);
+
+int ss_plugin_init(ss_plugin_t *p, struct ev_loop *loop, const ss_plugin_spec_t *spec,
+		   ss_plugin_cb cb, void *data, char *err, size_t errlen)
+{
+	const char *base = strrchr(spec->plugin, '/');
+	struct sockaddr_in *sin = (struct sockaddr_in *)&p->local;
+	uint16_t port;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->loop = loop;
+	p->cb = cb;
+	p->data = data;
+	p->tcp = spec->tcp;
+	p->udp = spec->udp;
+	p->server = spec->server;
+	p->pause = SS_PLUGIN_BACKOFF_FIRST;
+	snprintf(p->name, sizeof(p->name), "%s", base ? base + 1 : spec->plugin);
+	ss_child_init(&p->child, loop, plugin_line_cb, plugin_exit_cb, p);
+	ev_init(&p->timer, plugin_timer_cb);
+	p->timer.data = p;
+	if ((rc = plugin_find(p, spec->plugin, err, errlen)) < 0)
+		return rc;
+	if ((rc = ss_port_pick_loopback(spec->tcp, spec->udp, &port)) < 0) {
+		snprintf(err, errlen, "plugin '%s': no free port on 127.0.0.1: %s", spec->plugin,
+			 strerror(-rc));
+		return rc;
+	}
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin->sin_port = htons(port);
+	p->local_len = sizeof(*sin);
+	p->port = spec->server ? spec->remote_port : port;
+	p->argv[0] = strdup(spec->plugin);
+	if (!p->argv[0] || plugin_build_env(p, spec) < 0) {
+		snprintf(err, errlen, "plugin '%s': out of memory", spec->plugin);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+const struct sockaddr *ss_plugin_local(const ss_plugin_t *p, socklen_t *len)
+{
+	*len = p->local_len;
+	return (const struct sockaddr *)&p->local;
+}
+
+static void plugin_line_cb(ss_child_t *ch, const char *line)
+{
+	ss_plugin_t *p = ch->data;
+
+	snprintf(p->last, sizeof(p->last), "%s", line);
+	ss_notice("plugin %s[%d]: %s", p->name, (int)ch->pid, line);
+}
+
+static void plugin_arm(ss_plugin_t *p, ev_tstamp after)
+{
+	ev_timer_stop(p->loop, &p->timer);
+	ev_timer_set(&p->timer, after, 0.);
+	ev_timer_start(p->loop, &p->timer);
+}
+
+static const char *plugin_protos(const ss_plugin_t *p)
+{
+	return p->tcp && p->udp ? "TCP and UDP" : p->tcp ? "TCP" : "UDP";
+}
+
+/* It exited (why): it starts again after the pause, which doubles. */
+static void plugin_restart_later(ss_plugin_t *p, const char *why)
+{
+	ss_warn("%s; starting it again in %.1f s", why, p->pause);
+	p->state = SS_PLUGIN_WAITING;
+	plugin_arm(p, p->pause);
+	p->pause = p->pause * 2 < SS_PLUGIN_BACKOFF_MAX ? p->pause * 2 : SS_PLUGIN_BACKOFF_MAX;
+}
+
+/* A start that did not come up: the first one is given up at once (the
+ * operator is there to read why), a restart is tried again after the pause
+ * unless that has failed too often in a row. */
+static void plugin_failed(ss_plugin_t *p, const char *why)
+{
+	char msg[512];
+
+	p->state = SS_PLUGIN_IDLE;
+	if (!p->ever_up) {
+		p->cb(p, SS_PLUGIN_FAILED, why);
+		return;
+	}
+	if (++p->fails >= SS_PLUGIN_MAX_FAILS) {
+		snprintf(msg, sizeof(msg),
+			 "plugin %s given up after %d restarts in a row failed: %s", p->name,
+			 p->fails, why);
+		p->cb(p, SS_PLUGIN_FAILED, msg);
+		return;
+	}
+	plugin_restart_later(p, why);
+}
+
+static void plugin_exit_cb(ss_child_t *ch, int status)
+{
+	ss_plugin_t *p = ch->data;
+	ss_plugin_state_t was = p->state;
+	char how[96], msg[512];
+
+	ev_timer_stop(p->loop, &p->timer);
+	ss_child_describe(status, how, sizeof(how));
+	if (was == SS_PLUGIN_STOPPING) {
+		ss_info("plugin %s %s", p->name, how);
+		p->state = SS_PLUGIN_IDLE;
+		p->cb(p, SS_PLUGIN_GONE, NULL);
+		return;
+	}
+	if (was == SS_PLUGIN_STARTING) {
+		if (p->timed_out)
+			snprintf(
+			    msg, sizeof(msg),
+			    "plugin %s did not open %s port %u within %.0f s, and was killed%s%s",
+			    p->name, plugin_protos(p), (unsigned)p->port, SS_PLUGIN_START_TIMEOUT,
+			    p->last[0] ? "; its last line: " : "", p->last);
+		else if (!p->last[0])
+			snprintf(msg, sizeof(msg),
+				 "plugin %s %s before opening %s port %u (it printed nothing)",
+				 p->name, how, plugin_protos(p), (unsigned)p->port);
+		else
+			snprintf(msg, sizeof(msg),
+				 "plugin %s %s before opening %s port %u; its last line: %s",
+				 p->name, how, plugin_protos(p), (unsigned)p->port, p->last);
+		plugin_failed(p, msg);
+		return;
+	}
+	/* It was up. */
+	if (ev_time() - p->since >= SS_PLUGIN_STABLE) {
+		p->fails = 0;
+		p->pause = SS_PLUGIN_BACKOFF_FIRST;
+	}
+	snprintf(msg, sizeof(msg), "plugin %s %s", p->name, how);
+	plugin_restart_later(p, msg);
+	p->cb(p, SS_PLUGIN_DOWN, msg);
+}
+
+/* 1 when every port it carries is open, 0 when not yet, -errno when the
+ * system cannot tell. */
+static int plugin_ports_open(const ss_plugin_t *p)
+{
+	int t = p->tcp ? ss_port_bound(false, p->port) : 1;
+	int u = p->udp ? ss_port_bound(true, p->port) : 1;
+
+	if (t < 0 || u < 0)
+		return t < 0 ? t : u;
+	return t && u;
+}
+
+static void plugin_probe(ss_plugin_t *p)
+{
+	ev_tstamp ran = ev_time() - p->since;
+	int open = plugin_ports_open(p);
+
+	if (open > 0 || (open < 0 && ran >= PLUGIN_BLIND_UP)) {
+		p->state = SS_PLUGIN_RUNNING;
+		p->ever_up = true;
+		if (p->server)
+			ss_notice("plugin %s (pid %d) up after %.0f ms: it listens on %s port %u "
+				  "and forwards to 127.0.0.1",
+				  p->name, (int)p->child.pid, ran * 1e3, plugin_protos(p),
+				  (unsigned)p->port);
+		else
+			ss_notice("plugin %s (pid %d) up after %.0f ms on 127.0.0.1:%u (%s)",
+				  p->name, (int)p->child.pid, ran * 1e3, (unsigned)p->port,
+				  plugin_protos(p));
+		/* At this timer, a run counts as stable. */
+		plugin_arm(p, SS_PLUGIN_STABLE);
+		p->cb(p, SS_PLUGIN_UP, NULL);
+		return;
+	}
+	if (ran >= SS_PLUGIN_START_TIMEOUT) {
+		/* Its exit reports the failure. */
+		p->timed_out = true;
+		ss_child_signal(&p->child, SIGKILL);
+		return;
+	}
+	plugin_arm(p, p->probe);
+	p->probe = p->probe * 2 < PLUGIN_PROBE_MOST ? p->probe * 2 : PLUGIN_PROBE_MOST;
+}
+
+static void plugin_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	ss_plugin_t *p = w->data;
+	char err[512];
+	(void)loop;
+	(void)revents;
+
+	switch (p->state) {
+	case SS_PLUGIN_STARTING:
+		plugin_probe(p);
+		break;
+	case SS_PLUGIN_RUNNING:
+		p->fails = 0;
+		p->pause = SS_PLUGIN_BACKOFF_FIRST;
+		break;
+	case SS_PLUGIN_WAITING:
+		if (ss_plugin_start(p, err, sizeof(err)) < 0)
+			plugin_failed(p, err);
+		break;
+	case SS_PLUGIN_STOPPING:
+		ss_info("plugin %s (pid %d) still there %.0f s after SIGTERM: SIGKILL", p->name,
+			(int)p->child.pid, SS_PLUGIN_GRACE);
+		ss_child_signal(&p->child, SIGKILL);
+		break;
+	case SS_PLUGIN_IDLE:
+		break;
+	}
+}
+
+int ss_plugin_start(ss_plugin_t *p, char *err, size_t errlen)
+{
+	char why[400];
+	int rc;
+
+	p->last[0] = '\0';
+	p->timed_out = false;
+	rc = ss_child_spawn(&p->child, p->path, p->argv, p->envp, why, sizeof(why));
+	if (rc < 0) {
+		snprintf(err, errlen, "plugin %s: %s", p->name, why);
+		p->state = SS_PLUGIN_IDLE;
+		return rc;
+	}
+	ss_info("plugin %s started: pid %d, %s", p->name, (int)p->child.pid, p->path);
+	p->state = SS_PLUGIN_STARTING;
+	p->since = ev_time();
+	p->probe = PLUGIN_PROBE_FIRST;
+	plugin_arm(p, p->probe);
+	return 0;
+}
+
+void ss_plugin_stop(ss_plugin_t *p)
+{
+	switch (p->state) {
+	case SS_PLUGIN_STARTING:
+	case SS_PLUGIN_RUNNING:
+		p->state = SS_PLUGIN_STOPPING;
+		ss_child_signal(&p->child, SIGTERM);
+		plugin_arm(p, SS_PLUGIN_GRACE);
+		break;
+	case SS_PLUGIN_WAITING:
+		ev_timer_stop(p->loop, &p->timer);
+		p->state = SS_PLUGIN_IDLE;
+		break;
+	case SS_PLUGIN_STOPPING:
+	case SS_PLUGIN_IDLE:
+		break;
+	}
+}
+
+void ss_plugin_free(ss_plugin_t *p)
+{
+	if (p->child.pid > 0) {
+		if (p->state != SS_PLUGIN_STOPPING)
+			ss_child_signal(&p->child, SIGTERM);
+		ss_child_reap_now(&p->child, SS_PLUGIN_GRACE);
+	}
+	if (p->loop)
+		ev_timer_stop(p->loop, &p->timer);
+	p->state = SS_PLUGIN_IDLE;
+	if (p->envp)
+		for (char **e = p->envp; *e; e++)
+			free(*e);
+	free(p->envp);
+	free(p->argv[0]);
+	free(p->path);
+	p->envp = NULL;
+	p->argv[0] = NULL;
+	p->path = NULL;
+}
