@@ -37,6 +37,37 @@ typedef struct ss_host_port {
 	uint16_t port;          /* 0: not given, use server_port */
 } ss_host_port_t;
 
+#define SS_PLUGIN_MAX 4096
+#define SS_SERVER_TAG_MAX 256
+
+/* One server entry: for ss-local and ss-tunnel a server to use, with its
+ * own method, key and SIP003 plugin; for ss-server a listen address (only
+ * host and port count there). Entries come from -s, --server-url and the
+ * file's "server", "servers" and "server_url"; after ss_config_parse every
+ * client entry has its method and key, its own or the top-level ones. */
+typedef struct ss_config_server {
+	char host[SS_HOST_MAX]; /* name or address literal, without brackets */
+	uint16_t port;          /* 0: not given, use server_port */
+	char tag[SS_SERVER_TAG_MAX]; /* "remarks"/"tag", a URL's #tag; may be empty */
+	const ss_method_t *method;
+	uint8_t key[SS_MAX_KEY_LEN];
+	ss_psk_list_t psks; /* a 2022 method's PSKs, as ss_config_t.psks */
+	bool key_ignored;   /* method none with a password or key */
+	/* SIP003, carried for the plugin runner (empty: none). An entry given
+	 * as a host takes the top-level plugin; a URL or an object its own. */
+	char plugin[SS_PLUGIN_MAX];
+	char plugin_opts[SS_PLUGIN_MAX];
+	char plugin_mode[32]; /* "", tcp_only, tcp_and_udp or udp_only */
+
+	/* Parser bookkeeping: where the entry came from (for messages), what
+	 * it set itself, and its secret text until the method is known (wiped
+	 * then, or by ss_config_clear). */
+	char origin[48];
+	bool own_method, own_secret, own_plugin;
+	char password[1024];
+	char key_b64[512];
+} ss_config_server_t;
+
 /* One SIP023 user of ss-server ("users" in the JSON file). */
 #define SS_USER_NAME_MAX 64
 typedef struct ss_config_user {
@@ -51,9 +82,10 @@ typedef struct ss_config {
 	ss_prog_t prog;
 	const char *prog_name; /* argv[0] basename, for messages */
 
-	/* -s / "server": ss-local, ss-tunnel: the servers to use (one picked per
-	 * connection); ss-server: the addresses to listen on. */
-	ss_host_port_t servers[SS_MAX_SERVERS];
+	/* -s, --server-url / "server", "servers", "server_url": ss-local,
+	 * ss-tunnel: the servers to use (one picked per connection); ss-server:
+	 * the addresses to listen on. */
+	ss_config_server_t servers[SS_MAX_SERVERS];
 	size_t n_servers;
 	uint16_t server_port; /* -p / "server_port" */
 
@@ -107,12 +139,15 @@ typedef struct ss_config {
 	 * salt; SIP022 keeps the request salts of the last 60 s, at most this
 	 * many (refusing new connections beyond it). */
 	long replay_capacity;
+	/* --print-url (ss-server): print the ss:// URLs clients need and exit.
+	 * The password text is then kept (for the URLs) until ss_config_clear. */
+	bool print_url;
 
 	/* Parsed and kept for later work; the programs do not act on them yet.
 	 * Empty means not given (an empty "plugin" counts as none, as libev). */
 	char acl[4096];         /* --acl / "acl": path of the ACL file */
-	char plugin[4096];      /* --plugin / "plugin": SIP003 plugin command */
-	char plugin_opts[4096]; /* --plugin-opts / "plugin_opts" */
+	char plugin[SS_PLUGIN_MAX];      /* --plugin / "plugin": SIP003 plugin command */
+	char plugin_opts[SS_PLUGIN_MAX]; /* --plugin-opts / "plugin_opts" */
 	char plugin_mode[32];   /* --plugin-mode / "plugin_mode" */
 
 	/* Parser bookkeeping, not for the core. The secret text waits here
