@@ -291,9 +291,8 @@ static bool all_servers_ipv6(const ss_config_t *cfg)
 
 /* SIP022: a 2022 password or key is the base64 PSK list itself, never
  * hashed; a key wins over a password, as in libev. */
-static int set_psks(ss_prog_t prog, const ss_method_t *m, const char *password,
-		    const char *key_b64, uint8_t *key, ss_psk_list_t *psks, char *err,
-		    size_t errlen)
+static int set_psks(ss_prog_t prog, const ss_method_t *m, const char *password, const char *key_b64,
+		    uint8_t *key, ss_psk_list_t *psks, char *err, size_t errlen)
 {
 	bool by_key = key_b64[0] != '\0';
 	char why[256];

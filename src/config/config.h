@@ -46,8 +46,8 @@ typedef struct ss_host_port {
  * file's "server", "servers" and "server_url"; after ss_config_parse every
  * client entry has its method and key, its own or the top-level ones. */
 typedef struct ss_config_server {
-	char host[SS_HOST_MAX]; /* name or address literal, without brackets */
-	uint16_t port;          /* 0: not given, use server_port */
+	char host[SS_HOST_MAX];      /* name or address literal, without brackets */
+	uint16_t port;               /* 0: not given, use server_port */
 	char tag[SS_SERVER_TAG_MAX]; /* "remarks"/"tag", a URL's #tag; may be empty */
 	const ss_method_t *method;
 	uint8_t key[SS_MAX_KEY_LEN];
@@ -145,10 +145,10 @@ typedef struct ss_config {
 
 	/* Parsed and kept for later work; the programs do not act on them yet.
 	 * Empty means not given (an empty "plugin" counts as none, as libev). */
-	char acl[4096];         /* --acl / "acl": path of the ACL file */
+	char acl[4096];                  /* --acl / "acl": path of the ACL file */
 	char plugin[SS_PLUGIN_MAX];      /* --plugin / "plugin": SIP003 plugin command */
 	char plugin_opts[SS_PLUGIN_MAX]; /* --plugin-opts / "plugin_opts" */
-	char plugin_mode[32];   /* --plugin-mode / "plugin_mode" */
+	char plugin_mode[32];            /* --plugin-mode / "plugin_mode" */
 
 	/* Parser bookkeeping, not for the core. The secret text waits here
 	 * until the method is known, and is wiped once the key is derived

@@ -141,8 +141,7 @@ static int j_server(ss_config_t *cfg, const cJSON *v, const char *key, char *err
 }
 
 /* "server_url": one ss:// URL or an array of them. */
-static int j_server_url(ss_config_t *cfg, const cJSON *v, const char *key, char *err,
-			size_t errlen)
+static int j_server_url(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
 {
 	char shown[96], origin[32];
 	const cJSON *item;
@@ -156,8 +155,9 @@ static int j_server_url(ss_config_t *cfg, const cJSON *v, const char *key, char 
 	if (cJSON_IsString(v))
 		return ss_cfg_add_server(cfg, v->valuestring, "\"server_url\"", true, err, errlen);
 	if (!cJSON_IsArray(v))
-		return ss_cfg_err(err, errlen, "\"%s\" must be an ss:// URL or an array of them, not %s",
-				  key, show(v, shown, sizeof(shown)));
+		return ss_cfg_err(err, errlen,
+				  "\"%s\" must be an ss:// URL or an array of them, not %s", key,
+				  show(v, shown, sizeof(shown)));
 	cJSON_ArrayForEach(item, v)
 	{
 		snprintf(origin, sizeof(origin), "\"server_url\"[%d]", i++);
@@ -181,8 +181,8 @@ static const cJSON *entry_item(const cJSON *o, const char *name, const char *ali
 	return v && !cJSON_IsNull(v) ? v : NULL;
 }
 
-static int entry_string(const cJSON *o, const char *name, const char *alias, char *dst,
-			size_t cap, const char *origin, bool secret, char *err, size_t errlen)
+static int entry_string(const cJSON *o, const char *name, const char *alias, char *dst, size_t cap,
+			const char *origin, bool secret, char *err, size_t errlen)
 {
 	const cJSON *v = entry_item(o, name, alias);
 	char shown[96];
@@ -256,8 +256,8 @@ static int server_object(ss_config_t *cfg, const cJSON *o, const char *origin, c
 	e->own_plugin = r > 0;
 	if (entry_string(o, "plugin_opts", NULL, e->plugin_opts, sizeof(e->plugin_opts), origin,
 			 false, err, errlen) < 0 ||
-	    entry_string(o, "remarks", "tag", e->tag, sizeof(e->tag), origin, false, err,
-			 errlen) < 0)
+	    entry_string(o, "remarks", "tag", e->tag, sizeof(e->tag), origin, false, err, errlen) <
+		0)
 		return -EINVAL;
 	if ((v = entry_item(o, "plugin_mode", NULL))) {
 		ss_relay_mode_t m;

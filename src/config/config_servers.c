@@ -137,8 +137,7 @@ static int finish_entry(ss_config_t *cfg, size_t i, char *err, size_t errlen)
 	if (rc != 0 && cfg->n_servers == 1 && !e->own_method && !e->own_secret)
 		return ss_cfg_err(err, errlen, "%s", why);
 	if (rc != 0)
-		return ss_cfg_err(err, errlen, "%s: %s", entry_name(cfg, i, who, sizeof(who)),
-				  why);
+		return ss_cfg_err(err, errlen, "%s: %s", entry_name(cfg, i, who, sizeof(who)), why);
 	return 0;
 }
 

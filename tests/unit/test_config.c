@@ -411,8 +411,7 @@ static void test_version(void **state)
 		assert_int_equal(ss_config_parse(&cfg, progs[p], 4, argv, out, err, sizeof(err)),
 				 SS_CONFIG_VERSION);
 		fclose(out);
-		snprintf(want, sizeof(want), "%s (shadowsocks-c) %s\n", prog_names[p],
-			 SS_VERSION);
+		snprintf(want, sizeof(want), "%s (shadowsocks-c) %s\n", prog_names[p], SS_VERSION);
 		assert_true(strncmp(text, want, strlen(want)) == 0);
 		snprintf(want, sizeof(want), "crypto: %s\n",
 			 ss_crypto_own_setting(ss_crypto_default(), what, sizeof(what)));
@@ -1182,9 +1181,10 @@ static void test_servers_objects(void **state)
 	expect_key_from_password("aes-128-gcm", "top");
 
 	/* Every server with its own password: none needed at the top. */
-	path = write_file("own.json", "{\"local_port\": 1080, \"servers\": ["
-				      " {\"server\": \"h1\", \"server_port\": 1, \"password\": \"p1\"},"
-				      " {\"server\": \"h2:2\", \"password\": \"p2\"}]}");
+	path = write_file("own.json",
+			  "{\"local_port\": 1080, \"servers\": ["
+			  " {\"server\": \"h1\", \"server_port\": 1, \"password\": \"p1\"},"
+			  " {\"server\": \"h2:2\", \"password\": \"p2\"}]}");
 	expect_run(SS_PROG_TUNNEL, "-c", path, "-L", "192.0.2.9:53", NULL);
 	expect_entry_key(0, SS_DEFAULT_METHOD, "p1");
 	expect_entry_key(1, SS_DEFAULT_METHOD, "p2");
@@ -1197,15 +1197,22 @@ static void test_server_urls(void **state)
 {
 	(void)state;
 	char url1[1024], url2[1024], url3[1024], text[4096];
-	ss_url_t u = {.method = "aes-256-gcm", .password = "p@ss:word", .host = "192.0.2.1",
-		      .port = 8388, .tag = "one", .plugin = "obfs-local", .plugin_opts = "obfs=tls"};
+	ss_url_t u = {.method = "aes-256-gcm",
+		      .password = "p@ss:word",
+		      .host = "192.0.2.1",
+		      .port = 8388,
+		      .tag = "one",
+		      .plugin = "obfs-local",
+		      .plugin_opts = "obfs=tls"};
 
 	assert_true(ss_url_format(&u, url1, sizeof(url1)) > 0);
-	u = (ss_url_t){.method = "2022-blake3-aes-128-gcm", .password = K16_1 ":" K16_2,
-		       .host = "2001:db8::2", .port = 8389};
+	u = (ss_url_t){.method = "2022-blake3-aes-128-gcm",
+		       .password = K16_1 ":" K16_2,
+		       .host = "2001:db8::2",
+		       .port = 8389};
 	assert_true(ss_url_format(&u, url2, sizeof(url2)) > 0);
-	u = (ss_url_t){.method = "chacha20-ietf-poly1305", .password = "p3", .host = "h3.example",
-		       .port = 3};
+	u = (ss_url_t){
+	    .method = "chacha20-ietf-poly1305", .password = "p3", .host = "h3.example", .port = 3};
 	assert_true(ss_url_format(&u, url3, sizeof(url3)) > 0);
 
 	expect_run(SS_PROG_LOCAL, "--server-url", url1, "--server-url", url2, "-l", "1080",
@@ -1263,8 +1270,7 @@ static void test_server_entry_errors(void **state)
 	expect_error("--server-url: ss:// URL: the method: unknown method 'xes-256-gcm'",
 		     SS_PROG_LOCAL, "--server-url", url, "-l", "1", NULL);
 	assert_null(strstr(err, "SeCrEt"));
-	expect_error("\"server_url\"[1]: ss:// URL: the host",
-		     SS_PROG_LOCAL, "-c",
+	expect_error("\"server_url\"[1]: ss:// URL: the host", SS_PROG_LOCAL, "-c",
 		     write_file("bu.json", "{\"local_port\": 1, \"server_url\": [\"ss://"
 					   "YWVzLTI1Ni1nY206U2VDckV0@h:1\", \"ss://"
 					   "YWVzLTI1Ni1nY206U2VDckV0@:1\"]}"),
@@ -1272,8 +1278,8 @@ static void test_server_entry_errors(void **state)
 	assert_null(strstr(err, "SeCrEt"));
 
 	/* ss-server listens with one method. */
-	expect_error("--server-url is for ss-local and ss-tunnel", SS_PROG_SERVER,
-		     "--server-url", "ss://x", NULL);
+	expect_error("--server-url is for ss-local and ss-tunnel", SS_PROG_SERVER, "--server-url",
+		     "ss://x", NULL);
 	expect_error("\"servers\" is for ss-local and ss-tunnel", SS_PROG_SERVER, "-c",
 		     write_file("bs.json", "{\"servers\": [], \"password\": \"p\"}"), NULL);
 	expect_error("-s/server: ss-server listens on addresses", SS_PROG_SERVER, "-s",
@@ -1288,25 +1294,27 @@ static void test_server_entry_errors(void **state)
 					   "{\"server\": \"b:1\", \"remarks\": \"b\"}]}"),
 		     NULL);
 	expect_error("server 2 (\"servers\"[1]): missing server port", SS_PROG_LOCAL, "-c",
-		     write_file("nport.json", "{\"local_port\": 1, \"password\": \"p\", \"servers\": ["
-					      "{\"server\": \"a:1\"}, {\"server\": \"b\"}]}"),
+		     write_file("nport.json",
+				"{\"local_port\": 1, \"password\": \"p\", \"servers\": ["
+				"{\"server\": \"a:1\"}, {\"server\": \"b\"}]}"),
 		     NULL);
 	expect_error("\"servers\"[0]: missing \"server\"", SS_PROG_LOCAL, "-c",
 		     write_file("nh.json", "{\"servers\": [{\"port\": 1}]}"), NULL);
-	expect_error("\"servers\"[0]: \"password\" must be a string", SS_PROG_LOCAL, "-c",
-		     write_file("npw.json", "{\"servers\": [{\"server\": \"h\", \"password\": 5}]}"),
-		     NULL);
-	expect_error("unknown method", SS_PROG_LOCAL, "-c",
-		     write_file("nm.json", "{\"servers\": [{\"server\": \"h\", \"method\": \"m\"}]}"),
-		     NULL);
-	expect_error("\"plugin_mode\" must be", SS_PROG_LOCAL, "-c",
-		     write_file("pm.json",
-				"{\"servers\": [{\"server\": \"h\", \"plugin_mode\": \"tcp\"}]}"),
-		     NULL);
+	expect_error(
+	    "\"servers\"[0]: \"password\" must be a string", SS_PROG_LOCAL, "-c",
+	    write_file("npw.json", "{\"servers\": [{\"server\": \"h\", \"password\": 5}]}"), NULL);
+	expect_error(
+	    "unknown method", SS_PROG_LOCAL, "-c",
+	    write_file("nm.json", "{\"servers\": [{\"server\": \"h\", \"method\": \"m\"}]}"), NULL);
+	expect_error(
+	    "\"plugin_mode\" must be", SS_PROG_LOCAL, "-c",
+	    write_file("pm.json", "{\"servers\": [{\"server\": \"h\", \"plugin_mode\": \"tcp\"}]}"),
+	    NULL);
 	expect_error("server 1 (\"servers\"[0]): -k/\"password\": ", SS_PROG_LOCAL, "-c",
-		     write_file("n22.json", "{\"local_port\": 1, \"servers\": [{\"server\": \"h:1\","
-					    " \"method\": \"2022-blake3-aes-128-gcm\","
-					    " \"password\": \"short\"}]}"),
+		     write_file("n22.json",
+				"{\"local_port\": 1, \"servers\": [{\"server\": \"h:1\","
+				" \"method\": \"2022-blake3-aes-128-gcm\","
+				" \"password\": \"short\"}]}"),
 		     NULL);
 	expect_error("\"servers\"[0] must be an object", SS_PROG_LOCAL, "-c",
 		     write_file("no.json", "{\"servers\": [1]}"), NULL);
