@@ -16,7 +16,7 @@
 /* Pipes for splice(2) at once (two descriptors each, kept out of the
  * connections' budget): the directions moving bytes right now. */
 #define SPLICE_PIPES 64
-#define ACCEPT_RETRY 1.0        /* seconds between accept attempts while out of descriptors */
+#define ACCEPT_RETRY 1.0 /* seconds between accept attempts while out of descriptors */
 
 /* What the descriptor limit (RLIMIT_NOFILE) allows at once: a few for
  * listeners, the resolver and the like, two per splice pipe where the limit
@@ -133,8 +133,7 @@ void ss_instance_slot_freed(struct ss_instance *inst)
 	instance_pause(inst, false);
 	/* In a shortage of slots, take a waiting connection now rather than
 	 * after the loop's next turn; finding none ends the shortage. */
-	for (size_t i = 0; i < inst->n_listeners && inst->slots_short.times && !inst->paused;
-	     i++)
+	for (size_t i = 0; i < inst->n_listeners && inst->slots_short.times && !inst->paused; i++)
 		instance_accept_cb(inst->loop, &inst->listeners[i].io, EV_READ);
 }
 
@@ -213,6 +212,25 @@ bool ss_instance_target_blocked(struct ss_instance *inst, const char *host,
 		return false;
 	return (host && ss_acl_outbound_blocked_host(inst->acl, host)) ||
 	       (sa && ss_acl_outbound_blocked_addr(inst->acl, sa));
+}
+
+int ss_instance_codec_class(struct ss_instance *inst, ss_codec_t *k)
+{
+	ss_codec_class_t *c;
+
+	for (size_t i = 0; i < inst->n_classes; i++)
+		if (ss_codec_same_states(inst->classes[i].k, k))
+			return (int)i;
+	if (inst->n_classes == SS_ARRAY_LEN(inst->classes))
+		return -ENOSPC;
+	c = &inst->classes[inst->n_classes];
+	c->k = k;
+	c->size = (uint32_t)ss_codec_state_size(k);
+	c->off = (uint32_t)inst->slot_states;
+	c->udp_off = (uint32_t)inst->udp_states;
+	inst->slot_states += 2 * (size_t)c->size;
+	inst->udp_states += (k->ops->udp_assoc_size + 63) & ~(size_t)63;
+	return (int)inst->n_classes++;
 }
 
 static void instance_reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
@@ -355,10 +373,12 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->loop = loop;
 	/* Silently running without a requested plugin would be worse than
 	 * not starting. */
-	if (cfg->plugin[0]) {
-		snprintf(err, errlen, "--plugin/\"plugin\" is not supported yet");
-		free(inst);
-		return -ENOTSUP;
+	for (size_t i = 0; i < cfg->n_servers; i++) {
+		if (cfg->plugin[0] || cfg->servers[i].plugin[0]) {
+			snprintf(err, errlen, "--plugin/\"plugin\" is not supported yet");
+			free(inst);
+			return -ENOTSUP;
+		}
 	}
 	inst->splice_ok =
 	    ss_splice_supported() && ss_pipe_pool_init(&inst->pipes, NULL, SPLICE_PIPES) == 0;
@@ -379,11 +399,14 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	instance_shortage_init(&inst->slots_short, "connection slots free");
 	instance_shortage_init(&inst->fds_short, "descriptors available");
 
-	if ((rc = ss_codec_setup(&inst->codec, cfg, inst->be, cfg->prog == SS_PROG_SERVER, err,
-				 errlen)) < 0)
+	if (cfg->prog == SS_PROG_SERVER) {
+		if ((rc = ss_codec_setup(&inst->codec, cfg, inst->be, true, err, errlen)) < 0)
+			goto fail;
+		ss_instance_codec_class(inst, &inst->codec);
+	} else if ((rc = ss_servers_init(&inst->servers, inst, err, errlen)) < 0) {
 		goto fail;
-	if (ss_pool_init(&inst->conns,
-			 sizeof(ss_conn_t) + 2 * ss_codec_state_size(&inst->codec), max_conns) < 0 ||
+	}
+	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t) + inst->slot_states, max_conns) < 0 ||
 	    ss_pool_init(&inst->bufs, SS_LEASE_SIZE, 2 * max_conns) < 0) {
 		snprintf(err, errlen, "cannot reserve memory for %zu connections", max_conns);
 		rc = -ENOMEM;
@@ -412,15 +435,7 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 				goto fail;
 		}
 	} else {
-		for (size_t i = 0; i < cfg->n_servers; i++) {
-			uint16_t port =
-			    cfg->servers[i].port ? cfg->servers[i].port : cfg->server_port;
-			if (ss_sock_resolve_startup(cfg->servers[i].host, port, cfg->ipv6_first,
-						    false, &inst->servers[i], &inst->server_lens[i],
-						    err, errlen) < 0)
-				goto fail;
-		}
-		inst->n_servers = cfg->n_servers;
+		ss_servers_start(&inst->servers);
 		if ((rc = instance_listen(inst, cfg->local_addr[0] ? cfg->local_addr : "127.0.0.1",
 					  cfg->local_port, tcp, udp, err, errlen)) < 0)
 			goto fail;
@@ -447,6 +462,7 @@ void ss_instance_stop(ss_instance_t *inst)
 		if (c->inst == inst && c->state != SS_CONN_CLOSED && c->side[SS_IN].fd >= 0)
 			ss_conn_close(c, NULL);
 	}
+	ss_servers_stop(&inst->servers);
 	/* Lookups in flight finish with ECANCELED, while their owners still stand. */
 	ss_resolver_free(&inst->resolver);
 	ss_udp_free(&inst->udp);
@@ -469,6 +485,7 @@ void ss_instance_destroy(ss_instance_t *inst)
 	ss_pipe_pool_destroy(&inst->pipes);
 	ss_acl_free(inst->acl);
 	ss_codec_free(&inst->codec);
+	ss_servers_free(&inst->servers);
 	ss_pool_destroy(&inst->bufs);
 	ss_pool_destroy(&inst->conns);
 	free(inst);

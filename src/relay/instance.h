@@ -9,6 +9,7 @@
 #include "net/resolver.h"
 #include "net/sock.h"
 #include "relay/conn.h"
+#include "relay/servers.h"
 #include "relay/udp.h"
 #include "shadowsocks.h"
 #include "util/pool.h"
@@ -21,6 +22,17 @@ typedef struct ss_shortage {
 	uint64_t times;   /* accepts held back; 0: none now */
 	ev_timer quiet;   /* running: over unless it hits again first */
 } ss_shortage_t;
+
+/* Codecs whose states are interchangeable (ss_codec_same_states): a slot
+ * keeps one pair of TCP states per class it has used, an association slot
+ * one state, so that connections going to servers of different methods
+ * reuse what they set up instead of setting it up again. */
+typedef struct ss_codec_class {
+	ss_codec_t *k;    /* the first codec of the class */
+	uint32_t off;     /* its two TCP states, in a slot's tail */
+	uint32_t size;    /* one TCP state, rounded (ss_codec_state_size) */
+	uint32_t udp_off; /* its association state, in an association's tail */
+} ss_codec_class_t;
 
 typedef struct ss_listener {
 	ev_io io;
@@ -35,15 +47,19 @@ struct ss_instance {
 	ss_pool_t conns;
 	ss_pool_t bufs;
 	ss_resolver_t resolver;
-	ss_codec_t codec;       /* the method's, with a server's replay pools */
-	ss_acl_t *acl;          /* --acl, or NULL */
-	bool acl_by_addr;       /* the ACL has address rules: names may need a lookup */
-	bool splice_ok;         /* splice(2) may move COPY directions (ss_splice_supported) */
-	ss_pipe_pool_t pipes;   /* their pipes, held only while bytes are in them */
-	ss_udp_relay_t udp;     /* when the mode includes UDP */
+	ss_codec_t codec; /* ss-server's, with its replay pools */
+	ss_codec_class_t classes[SS_MAX_SERVERS];
+	size_t n_classes;
+	size_t slot_states;   /* a connection slot's tail: every class's states */
+	size_t udp_states;    /* an association's */
+	ss_acl_t *acl;        /* --acl, or NULL */
+	bool acl_by_addr;     /* the ACL has address rules: names may need a lookup */
+	bool splice_ok;       /* splice(2) may move COPY directions (ss_splice_supported) */
+	ss_pipe_pool_t pipes; /* their pipes, held only while bytes are in them */
+	ss_udp_relay_t udp;   /* when the mode includes UDP */
 	ss_listener_t listeners[SS_MAX_SERVERS];
 	size_t n_listeners;
-	bool paused;    /* listeners stopped: no free slot or no descriptor */
+	bool paused; /* listeners stopped: no free slot or no descriptor */
 	ss_shortage_t slots_short, fds_short;
 	ev_timer retry; /* resumes accepting after a descriptor shortage no slot holds */
 	/* Frees closed connections once the callbacks of this loop iteration
@@ -52,10 +68,7 @@ struct ss_instance {
 	 * free. */
 	ev_prepare reaper;
 	ss_conn_t *closed;
-	/* clients: the servers, resolved at start-up */
-	struct sockaddr_storage servers[SS_MAX_SERVERS];
-	socklen_t server_lens[SS_MAX_SERVERS];
-	size_t n_servers;
+	ss_servers_t servers; /* clients */
 	/* server: outbound source addresses */
 	struct sockaddr_storage bind4, bind6;
 	ss_sockopts_t sockopts;
@@ -73,6 +86,9 @@ bool ss_instance_client_allowed(struct ss_instance *inst, const struct sockaddr 
  * name (may be NULL) or address (may be NULL). */
 bool ss_instance_target_blocked(struct ss_instance *inst, const char *host,
 				const struct sockaddr *sa);
+
+/* The class of k's states (adding one for it), or -ENOSPC. */
+int ss_instance_codec_class(struct ss_instance *inst, ss_codec_t *k);
 
 /* Called by the connection code when a slot frees. */
 void ss_instance_slot_freed(struct ss_instance *inst);

@@ -43,6 +43,21 @@ static const char *program_name(ss_prog_t prog)
 					: "ss-local";
 }
 
+/* The one method the program runs: ss-server's, or the one all of a
+ * client's servers share; NULL when they differ. */
+static const ss_method_t *program_method(const ss_config_t *cfg)
+{
+	const ss_method_t *m = cfg->method;
+
+	if (cfg->prog == SS_PROG_SERVER)
+		return m;
+	m = cfg->servers[0].method;
+	for (size_t i = 1; i < cfg->n_servers; i++)
+		if (cfg->servers[i].method != m)
+			return NULL;
+	return m;
+}
+
 int ss_program_main(ss_prog_t prog, int argc, char **argv)
 {
 	static ss_config_t cfg;
@@ -69,7 +84,8 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		break;
 	}
 	ss_log_setup(name, cfg.verbose, cfg.use_syslog);
-	if (cfg.key_ignored)
+	/* A client's servers say so each (relay/servers.c). */
+	if (cfg.key_ignored && prog == SS_PROG_SERVER)
 		ss_warn("method %s encrypts nothing: the password or key is not used",
 			cfg.method->name);
 	if (cfg.nofile > 0 && ss_proc_set_nofile(cfg.nofile, err, sizeof(err)) < 0)
@@ -102,8 +118,13 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		ss_config_clear(&cfg);
 		return 1;
 	}
-	ss_notice("%s %s started, method %s (%s)", name, SS_VERSION, cfg.method->name,
-		  ss_crypto_describe(ss_crypto_default(), cfg.method, what, sizeof(what)));
+	const ss_method_t *m = program_method(&cfg);
+	if (m)
+		ss_notice("%s %s started, method %s (%s)", name, SS_VERSION, m->name,
+			  ss_crypto_describe(ss_crypto_default(), m, what, sizeof(what)));
+	else
+		ss_notice("%s %s started, %zu servers with methods of their own", name, SS_VERSION,
+			  cfg.n_servers);
 
 	ev_signal_init(&sigint, program_signal_cb, SIGINT);
 	ev_signal_init(&sigterm, program_signal_cb, SIGTERM);
