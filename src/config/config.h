@@ -193,6 +193,18 @@ void ss_config_usage(ss_prog_t prog, void *out);
  * CPU with the backend the programs would use. */
 void ss_config_version(ss_prog_t prog, void *out);
 
+/* ss-server --print-url: each ss:// URL (SIP002) a client needs for cfg
+ * (parsed with print_url), one per listen address and, with "users", per
+ * user. A wildcard address (none given, "::", "0.0.0.0") is written as
+ * SS_URL_PLACEHOLDER, which the user must replace (placeholder true). The
+ * URL holds the password and is wiped after the call. 0, or -EINVAL with
+ * err (a SIP004 server given a key, not a password: a URL needs the
+ * password). */
+#define SS_URL_PLACEHOLDER "SERVER-ADDRESS"
+typedef void (*ss_share_fn)(void *arg, const char *url, bool placeholder, const char *user);
+int ss_config_share_urls(const ss_config_t *cfg, ss_share_fn fn, void *arg, char *err,
+			 size_t errlen);
+
 /* Wipes the keys and any password or key text still held, and frees the
  * users. cfg may be parsed again afterwards. */
 void ss_config_clear(ss_config_t *cfg);

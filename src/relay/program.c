@@ -1,11 +1,14 @@
+#include <errno.h>
 #include <ev.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "crypto/method.h"
 #include "crypto/primitives.h"
 #include "shadowsocks.h"
+#include "util/qr.h"
 #include "util/tarena.h"
 #include "util/log.h"
 #include "util/proc.h"
@@ -41,6 +44,32 @@ static const char *program_name(ss_prog_t prog)
 	return prog == SS_PROG_SERVER   ? "ss-server"
 	       : prog == SS_PROG_TUNNEL ? "ss-tunnel"
 					: "ss-local";
+}
+
+/* ss-server --print-url: each URL on stdout, with a QR code of it for a
+ * phone's camera; what the user must know goes to stderr. */
+static void program_share_cb(void *arg, const char *url, bool placeholder, const char *user)
+{
+	const char *name = arg;
+	int rc;
+
+	if (user)
+		printf("user %s:\n", user);
+	printf("%s\n", url);
+	if (placeholder) {
+		fprintf(stderr,
+			"%s: the server listens on every address: replace %s in the URL with an "
+			"address or name clients reach it at (or give that address with -s); no "
+			"QR code for a URL that must be edited\n",
+			name, SS_URL_PLACEHOLDER);
+		return;
+	}
+	rc = ss_qr_write(url, isatty(STDOUT_FILENO), stdout);
+	if (rc == -ENOTSUP)
+		fprintf(stderr, "%s: built without libqrencode: no QR code\n", name);
+	else if (rc < 0)
+		fprintf(stderr, "%s: no QR code: %s\n", name, strerror(-rc));
+	printf("\n");
 }
 
 /* The one method the program runs: ss-server's, or the one all of a
@@ -82,6 +111,14 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		return 1;
 	case SS_CONFIG_RUN:
 		break;
+	}
+	if (cfg.print_url) {
+		rc = ss_config_share_urls(&cfg, program_share_cb, (void *)name, err, sizeof(err));
+		if (rc < 0)
+			fprintf(stderr, "%s: %s\n", name, err);
+		fflush(stdout);
+		ss_config_clear(&cfg);
+		return rc < 0 ? 1 : 0;
 	}
 	ss_log_setup(name, cfg.verbose, cfg.use_syslog);
 	/* A client's servers say so each (relay/servers.c). */
