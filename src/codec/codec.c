@@ -30,18 +30,24 @@ static void codec_pick(ss_codec_t *k)
 	}
 }
 
+void ss_codec_setup_client(ss_codec_t *k, const ss_method_t *method, const uint8_t *key,
+			   const ss_psk_list_t *psks, const ss_crypto_backend_t *be)
+{
+	memset(k, 0, sizeof(*k));
+	k->method = method;
+	k->be = be;
+	k->key = key;
+	k->psks = psks;
+	codec_pick(k);
+}
+
 int ss_codec_setup(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backend_t *be,
 		   bool server, char *err, size_t errlen)
 {
 	int rc;
 
-	memset(k, 0, sizeof(*k));
-	k->method = cfg->method;
-	k->be = be;
+	ss_codec_setup_client(k, cfg->method, cfg->key, &cfg->psks, be);
 	k->server = server;
-	k->key = cfg->key;
-	k->psks = &cfg->psks;
-	codec_pick(k);
 	if (server && k->ops->server_setup &&
 	    (rc = k->ops->server_setup(k, cfg, err, errlen)) < 0) {
 		ss_codec_free(k);

@@ -275,8 +275,22 @@ extern const ss_codec_ops_t ss_codec_none; /* no encryption */
  * k. 0 or -errno with err holding one line. */
 int ss_codec_setup(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backend_t *be,
 		   bool server, char *err, size_t errlen);
+/* A client's codec for method with key (and a 2022 method's psks), which
+ * must outlive k: each server of ss-local and ss-tunnel has its own. */
+void ss_codec_setup_client(ss_codec_t *k, const ss_method_t *method, const uint8_t *key,
+			   const ss_psk_list_t *psks, const ss_crypto_backend_t *be);
 /* Releases what ss_codec_setup made. Safe on a zeroed ss_codec_t, and twice. */
 void ss_codec_free(ss_codec_t *k);
+
+/* Whether a state set up (init) by codec a serves codec b as well: the same
+ * operations on the same method, on the same side. The keys come with
+ * start, so codecs with other keys share states; a connection slot keeps
+ * one pair of states per class of codecs it has used. */
+static inline bool ss_codec_same_states(const ss_codec_t *a, const ss_codec_t *b)
+{
+	return a->ops == b->ops && a->method == b->method && a->be == b->be &&
+	       a->server == b->server;
+}
 
 /* A state size rounded up so that states placed back to back stay 64-byte
  * aligned. */

@@ -207,6 +207,7 @@ void ss_config_clear(ss_config_t *cfg)
 	ss_wipe(&cfg->psks, sizeof(cfg->psks));
 	ss_wipe(cfg->password, sizeof(cfg->password));
 	ss_wipe(cfg->key_b64, sizeof(cfg->key_b64));
+	ss_cfg_wipe_servers(cfg);
 }
 
 /* The file libev 3.3.5 reads when started with no arguments at all
@@ -290,46 +291,46 @@ static bool all_servers_ipv6(const ss_config_t *cfg)
 
 /* SIP022: a 2022 password or key is the base64 PSK list itself, never
  * hashed; a key wins over a password, as in libev. */
-static int set_psks(ss_config_t *cfg, char *err, size_t errlen)
+static int set_psks(ss_prog_t prog, const ss_method_t *m, const char *password, const char *key_b64,
+		    uint8_t *key, ss_psk_list_t *psks, char *err, size_t errlen)
 {
-	const ss_method_t *m = cfg->method;
-	bool by_key = cfg->key_b64[0] != '\0';
+	bool by_key = key_b64[0] != '\0';
 	char why[256];
 
-	if (ss_psk_parse(m, by_key ? cfg->key_b64 : cfg->password, &cfg->psks, why, sizeof(why)) !=
-	    0)
+	if (ss_psk_parse(m, by_key ? key_b64 : password, psks, why, sizeof(why)) != 0)
 		return ss_cfg_err(err, errlen, "%s: %s",
 				  by_key ? "--key/\"key\"" : "-k/\"password\"", why);
 	/* The server has one identity PSK; its users' PSKs go in "users". */
-	if (cfg->prog == SS_PROG_SERVER && cfg->psks.n > 1)
+	if (prog == SS_PROG_SERVER && psks->n > 1)
 		return ss_cfg_err(err, errlen,
-				  "%s: %s takes one PSK (its own), not a list of %u; give the "
-				  "users' PSKs in \"users\" in the config file",
-				  by_key ? "--key/\"key\"" : "-k/\"password\"", cfg->prog_name,
-				  cfg->psks.n);
-	memcpy(cfg->key, cfg->psks.keys[cfg->psks.n - 1], m->key_len);
+				  "%s: ss-server takes one PSK (its own), not a list of %u; give "
+				  "the users' PSKs in \"users\" in the config file",
+				  by_key ? "--key/\"key\"" : "-k/\"password\"", psks->n);
+	memcpy(key, psks->keys[psks->n - 1], m->key_len);
 	return 0;
 }
 
-static int set_key(ss_config_t *cfg, char *err, size_t errlen)
+int ss_cfg_derive_key(ss_prog_t prog, const ss_method_t *m, const char *password,
+		      const char *key_b64, uint8_t *key, ss_psk_list_t *psks, bool *ignored,
+		      char *err, size_t errlen)
 {
-	if (cfg->method->kind == SS_METHOD_NONE) {
-		cfg->key_ignored = cfg->key_b64[0] != '\0' || cfg->password[0] != '\0';
+	if (m->kind == SS_METHOD_NONE) {
+		*ignored = key_b64[0] != '\0' || password[0] != '\0';
 		return 0;
 	}
-	if (cfg->key_b64[0] == '\0' && cfg->password[0] == '\0')
+	if (key_b64[0] == '\0' && password[0] == '\0')
 		return ss_cfg_err(err, errlen, "missing password (-k) or key (--key)");
-	if (cfg->method->kind == SS_METHOD_2022)
-		return set_psks(cfg, err, errlen);
-	if (cfg->key_b64[0] == '\0') {
-		ss_key_from_password(cfg->method, cfg->password, cfg->key);
+	if (m->kind == SS_METHOD_2022)
+		return set_psks(prog, m, password, key_b64, key, psks, err, errlen);
+	if (key_b64[0] == '\0') {
+		ss_key_from_password(m, password, key);
 		return 0;
 	}
-	if (ss_key_from_base64(cfg->method, cfg->key_b64, cfg->key) != 0)
+	if (ss_key_from_base64(m, key_b64, key) != 0)
 		return ss_cfg_err(err, errlen,
 				  "invalid key for --key/\"key\": %s needs the base64 of exactly "
 				  "%u bytes",
-				  cfg->method->name, cfg->method->key_len);
+				  m->name, m->key_len);
 	return 0;
 }
 
@@ -380,10 +381,11 @@ static int finish_users(ss_config_t *cfg, char *err, size_t errlen)
 	return rc;
 }
 
-/* What goes through the plugin: what plugin_mode names of what the program
+/* What goes through a plugin: what plugin_mode names of what the program
  * relays to or from the server. ss-local keeps TCP in udp_only mode for
  * SOCKS5 alone, which never reaches the server. */
-static int finish_plugin(ss_config_t *cfg, char *err, size_t errlen)
+int ss_cfg_plugin_carries(const ss_config_t *cfg, const char *plugin, ss_relay_mode_t plugin_mode,
+			  bool *tcp, bool *udp, const char *who, char *err, size_t errlen)
 {
 	static const char *const names[] = {
 	    [SS_MODE_TCP_ONLY] = "tcp_only",
@@ -391,13 +393,14 @@ static int finish_plugin(ss_config_t *cfg, char *err, size_t errlen)
 	    [SS_MODE_UDP_ONLY] = "udp_only",
 	};
 
-	cfg->plugin_tcp = cfg->mode != SS_MODE_UDP_ONLY && cfg->plugin_mode != SS_MODE_UDP_ONLY;
-	cfg->plugin_udp = cfg->mode != SS_MODE_TCP_ONLY && cfg->plugin_mode != SS_MODE_TCP_ONLY;
-	if (!cfg->plugin_tcp && !cfg->plugin_udp)
+	*tcp = cfg->mode != SS_MODE_UDP_ONLY && plugin_mode != SS_MODE_UDP_ONLY;
+	*udp = cfg->mode != SS_MODE_TCP_ONLY && plugin_mode != SS_MODE_TCP_ONLY;
+	if (!*tcp && !*udp)
 		return ss_cfg_err(err, errlen,
-				  "plugin_mode %s with mode %s leaves the plugin '%s' nothing to "
-				  "carry",
-				  names[cfg->plugin_mode], names[cfg->mode], cfg->plugin);
+				  "%s%splugin_mode %s with mode %s leaves the plugin '%s' nothing "
+				  "to carry",
+				  who ? who : "", who ? ": " : "", names[plugin_mode],
+				  names[cfg->mode], plugin);
 	return 0;
 }
 
@@ -417,13 +420,6 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 	if (cfg->n_servers == 0)
 		return ss_cfg_err(err, errlen, "missing server address (-s or \"server\")");
 
-	/* libev always wants -p; an entry that carries its own port does not
-	 * need it here. */
-	for (size_t i = 0; i < cfg->n_servers; i++)
-		if (cfg->servers[i].port == 0 && cfg->server_port == 0)
-			return ss_cfg_err(err, errlen,
-					  "missing server port (-p or \"server_port\")");
-
 	if (client && cfg->local_port == 0)
 		return ss_cfg_err(err, errlen, "missing local port (-l or \"local_port\")");
 
@@ -437,7 +433,9 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 		return ss_cfg_err(err, errlen,
 				  "missing tunnel address (-L host:port or \"tunnel_address\")");
 
-	if (cfg->plugin[0] && finish_plugin(cfg, err, errlen) != 0)
+	if (cfg->plugin[0] &&
+	    ss_cfg_plugin_carries(cfg, cfg->plugin, cfg->plugin_mode, &cfg->plugin_tcp,
+				  &cfg->plugin_udp, NULL, err, errlen) != 0)
 		return -EINVAL;
 
 	if (cfg->timeout == 0)
@@ -452,10 +450,20 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 	if (cfg->method == NULL && ss_cfg_method(cfg, SS_DEFAULT_METHOD, err, errlen) != 0)
 		return -EINVAL;
 
-	if (set_key(cfg, err, errlen) != 0 || finish_users(cfg, err, errlen) != 0)
+	/* A client's servers take the password each (finish_servers says which
+	 * lacks one); one given at the top must still be good. */
+	if ((!client || cfg->password[0] || cfg->key_b64[0]) &&
+	    ss_cfg_derive_key(cfg->prog, cfg->method, cfg->password, cfg->key_b64, cfg->key,
+			      &cfg->psks, &cfg->key_ignored, err, errlen) != 0)
 		return -EINVAL;
-	ss_wipe(cfg->password, sizeof(cfg->password));
-	ss_wipe(cfg->key_b64, sizeof(cfg->key_b64));
+	if (finish_users(cfg, err, errlen) != 0 || ss_cfg_finish_servers(cfg, err, errlen) != 0)
+		return -EINVAL;
+	/* --print-url writes the password into the URLs; the program exits
+	 * right after, and ss_config_clear wipes it. */
+	if (!cfg->print_url) {
+		ss_wipe(cfg->password, sizeof(cfg->password));
+		ss_wipe(cfg->key_b64, sizeof(cfg->key_b64));
+	}
 	return 0;
 }
 

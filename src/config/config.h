@@ -37,6 +37,42 @@ typedef struct ss_host_port {
 	uint16_t port;          /* 0: not given, use server_port */
 } ss_host_port_t;
 
+#define SS_PLUGIN_MAX 4096
+#define SS_SERVER_TAG_MAX 256
+
+/* One server entry: for ss-local and ss-tunnel a server to use, with its
+ * own method, key and SIP003 plugin; for ss-server a listen address (only
+ * host and port count there). Entries come from -s, --server-url and the
+ * file's "server", "servers" and "server_url"; after ss_config_parse every
+ * client entry has its method and key, its own or the top-level ones. */
+typedef struct ss_config_server {
+	char host[SS_HOST_MAX];      /* name or address literal, without brackets */
+	uint16_t port;               /* 0: not given, use server_port */
+	char tag[SS_SERVER_TAG_MAX]; /* "remarks"/"tag", a URL's #tag; may be empty */
+	const ss_method_t *method;
+	uint8_t key[SS_MAX_KEY_LEN];
+	ss_psk_list_t psks; /* a 2022 method's PSKs, as ss_config_t.psks */
+	bool key_ignored;   /* method none with a password or key */
+	/* Its SIP003 plugin (empty: none), run by the instance in front of
+	 * this server. Each of plugin, plugin_opts and plugin_mode is the
+	 * entry's own where it gives one (a URL gives plugin and options, "no
+	 * plugin" included), else the top-level one; options are not taken
+	 * from the top for a plugin of the entry's own. plugin_tcp and
+	 * plugin_udp: what that leaves the plugin to carry, as in ss_config_t. */
+	char plugin[SS_PLUGIN_MAX];
+	char plugin_opts[SS_PLUGIN_MAX];
+	ss_relay_mode_t plugin_mode;
+	bool plugin_tcp, plugin_udp;
+
+	/* Parser bookkeeping: where the entry came from (for messages), what
+	 * it set itself, and its secret text until the method is known (wiped
+	 * then, or by ss_config_clear). */
+	char origin[48];
+	bool own_method, own_secret, own_plugin, own_plugin_opts, own_plugin_mode;
+	char password[1024];
+	char key_b64[512];
+} ss_config_server_t;
+
 /* One SIP023 user of ss-server ("users" in the JSON file). */
 #define SS_USER_NAME_MAX 64
 typedef struct ss_config_user {
@@ -51,9 +87,10 @@ typedef struct ss_config {
 	ss_prog_t prog;
 	const char *prog_name; /* argv[0] basename, for messages */
 
-	/* -s / "server": ss-local, ss-tunnel: the servers to use (one picked per
-	 * connection); ss-server: the addresses to listen on. */
-	ss_host_port_t servers[SS_MAX_SERVERS];
+	/* -s, --server-url / "server", "servers", "server_url": ss-local,
+	 * ss-tunnel: the servers to use (one picked per connection); ss-server:
+	 * the addresses to listen on. */
+	ss_config_server_t servers[SS_MAX_SERVERS];
 	size_t n_servers;
 	uint16_t server_port; /* -p / "server_port" */
 
@@ -107,15 +144,19 @@ typedef struct ss_config {
 	 * salt; SIP022 keeps the request salts of the last 60 s, at most this
 	 * many (refusing new connections beyond it). */
 	long replay_capacity;
+	/* --print-url (ss-server): print the ss:// URLs clients need and exit.
+	 * The password text is then kept (for the URLs) until ss_config_clear. */
+	bool print_url;
 
 	/* Empty means not given (an empty "plugin" counts as none, as libev). */
-	char acl[4096];         /* --acl / "acl": path of the ACL file */
-	char plugin[4096];      /* --plugin / "plugin": SIP003 plugin, a path or a name */
-	char plugin_opts[4096]; /* --plugin-opts / "plugin_opts": its SS_PLUGIN_OPTIONS */
+	char acl[4096];                  /* --acl / "acl": path of the ACL file */
+	char plugin[SS_PLUGIN_MAX];      /* --plugin / "plugin": SIP003 plugin, a path or a name */
+	char plugin_opts[SS_PLUGIN_MAX]; /* --plugin-opts / "plugin_opts": its SS_PLUGIN_OPTIONS */
 	/* --plugin-mode / "plugin_mode": which traffic goes through the plugin
 	 * (default tcp_only); plugin_tcp and plugin_udp say what that leaves it
 	 * of what this program relays to or from the server, at least one of
-	 * them when there is a plugin. */
+	 * them when there is a plugin. A client's server entries carry their
+	 * own (ss_config_server_t), which is what the relay acts on. */
 	ss_relay_mode_t plugin_mode;
 	bool plugin_tcp, plugin_udp;
 
@@ -161,6 +202,18 @@ void ss_config_usage(ss_prog_t prog, void *out);
 /* --version text: the version, and what serves each method's crypto on this
  * CPU with the backend the programs would use. */
 void ss_config_version(ss_prog_t prog, void *out);
+
+/* ss-server --print-url: each ss:// URL (SIP002) a client needs for cfg
+ * (parsed with print_url), one per listen address and, with "users", per
+ * user. A wildcard address (none given, "::", "0.0.0.0") is written as
+ * SS_URL_PLACEHOLDER, which the user must replace (placeholder true). The
+ * URL holds the password and is wiped after the call. 0, or -EINVAL with
+ * err (a SIP004 server given a key, not a password: a URL needs the
+ * password). */
+#define SS_URL_PLACEHOLDER "SERVER-ADDRESS"
+typedef void (*ss_share_fn)(void *arg, const char *url, bool placeholder, const char *user);
+int ss_config_share_urls(const ss_config_t *cfg, ss_share_fn fn, void *arg, char *err,
+			 size_t errlen);
 
 /* Wipes the keys and any password or key text still held, and frees the
  * users. cfg may be parsed again afterwards. */

@@ -34,6 +34,8 @@ enum {
 	OPT_EXECUTABLE,
 	OPT_UDP_TIMEOUT,
 	OPT_UDP_MAX_ASSOC,
+	OPT_SERVER_URL,
+	OPT_PRINT_URL,
 };
 
 static const struct option long_options[] = {
@@ -54,6 +56,8 @@ static const struct option long_options[] = {
     {"executable", required_argument, NULL, OPT_EXECUTABLE},
     {"udp-timeout", required_argument, NULL, OPT_UDP_TIMEOUT},
     {"udp-max-associations", required_argument, NULL, OPT_UDP_MAX_ASSOC},
+    {"server-url", required_argument, NULL, OPT_SERVER_URL},
+    {"print-url", no_argument, NULL, OPT_PRINT_URL},
     {NULL, 0, NULL, 0},
 };
 
@@ -112,12 +116,21 @@ static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t err
 
 	switch (c) {
 	case 's':
-		if (cfg->n_servers == SS_MAX_SERVERS)
-			return ss_cfg_err(err, errlen, "too many -s (at most %d)", SS_MAX_SERVERS);
-		rc = ss_cfg_host_port(arg, &cfg->servers[cfg->n_servers], "-s/server", err, errlen);
-		if (rc == 0)
-			cfg->n_servers++;
+		rc = ss_cfg_add_server(cfg, arg, "-s/server", false, err, errlen);
 		bit = ss_cfg_bit(SS_CF_SERVERS);
+		break;
+	case OPT_SERVER_URL:
+		if (cfg->prog == SS_PROG_SERVER)
+			return ss_cfg_err(err, errlen,
+					  "--server-url is for ss-local and ss-tunnel; ss-server "
+					  "prints its URL with --print-url");
+		rc = ss_cfg_add_server(cfg, arg, "--server-url", true, err, errlen);
+		bit = ss_cfg_bit(SS_CF_SERVERS);
+		break;
+	case OPT_PRINT_URL:
+		if (cfg->prog != SS_PROG_SERVER)
+			return ss_cfg_err(err, errlen, "--print-url is for ss-server");
+		cfg->print_url = true;
 		break;
 	case 'p':
 		if (ss_cfg_port(arg, &cfg->server_port) != 0)

@@ -79,6 +79,37 @@ int ss_cfg_tunnel(const char *text, ss_addr_t *a, const char *name, char *err, s
 /* Sets the method by name, passing the lookup's message through. */
 int ss_cfg_method(ss_config_t *cfg, const char *name, char *err, size_t errlen);
 
+/* Derives a key from the secret text for method m (a 2022 method's PSK
+ * list into psks as well; method none only notes in *ignored whether a
+ * secret was given). 0 or -EINVAL with err naming the setting, never the
+ * secret. */
+int ss_cfg_derive_key(ss_prog_t prog, const ss_method_t *m, const char *password,
+		      const char *key_b64, uint8_t *key, ss_psk_list_t *psks, bool *ignored,
+		      char *err, size_t errlen);
+
+/* What plugin under plugin_mode carries of what cfg's program relays to or
+ * from a server (*tcp, *udp). 0, or -EINVAL when that is nothing, with err
+ * naming who (an entry; NULL: the top-level settings) and the plugin. */
+int ss_cfg_plugin_carries(const ss_config_t *cfg, const char *plugin, ss_relay_mode_t plugin_mode,
+			  bool *tcp, bool *udp, const char *who, char *err, size_t errlen);
+
+/* Server entries (config_servers.c). A new entry at the end of cfg->servers,
+ * zeroed, with origin (how messages name where it came from); NULL with err
+ * when there are SS_MAX_SERVERS already. The caller counts it in n_servers
+ * once it is filled. */
+ss_config_server_t *ss_cfg_new_server(ss_config_t *cfg, const char *origin, char *err,
+				      size_t errlen);
+/* Adds an entry from text: an ss:// URL (its own method, password, plugin
+ * and tag; clients only) or host[:port] (url_only: refused). 0 or -EINVAL. */
+int ss_cfg_add_server(ss_config_t *cfg, const char *text, const char *origin, bool url_only,
+		      char *err, size_t errlen);
+/* After the top-level settings: every client entry's port, method, key and
+ * plugin, its own or the top-level ones; the entries' secret text is wiped.
+ * 0 or -EINVAL naming the entry. */
+int ss_cfg_finish_servers(ss_config_t *cfg, char *err, size_t errlen);
+/* Wipes the entries' keys and secret text. */
+void ss_cfg_wipe_servers(ss_config_t *cfg);
+
 /* Parses argv into cfg, recording what it set in cfg->cli_set. Returns
  * SS_CONFIG_RUN when parsing may go on, SS_CONFIG_HELP on -h,
  * SS_CONFIG_VERSION on --version, or SS_CONFIG_ERROR with err set. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config/config.h"
 #include "config/config_internal.h"
@@ -114,35 +115,179 @@ static int bool_of(const cJSON *v, bool *out, const char *key, char *err, size_t
 	return 0;
 }
 
+static int mode_of(const cJSON *v, ss_relay_mode_t *mode, const char *key, char *err,
+		   size_t errlen);
+
 static int j_server(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
 {
 	char shown[96];
 	const cJSON *item;
-	size_t n = 0;
 
 	if (cJSON_IsString(v))
-		n = 1;
-	else if (cJSON_IsArray(v))
-		n = (size_t)cJSON_GetArraySize(v);
-	else
+		return ss_cfg_add_server(cfg, v->valuestring, "-s/server", false, err, errlen);
+	if (!cJSON_IsArray(v))
 		return ss_cfg_err(err, errlen,
 				  "\"%s\" must be a string or an array of strings, not %s", key,
 				  show(v, shown, sizeof(shown)));
-	if (n > SS_MAX_SERVERS)
-		return ss_cfg_err(err, errlen, "too many addresses in \"%s\" (at most %d)", key,
-				  SS_MAX_SERVERS);
-
-	cfg->n_servers = 0;
-	if (cJSON_IsString(v))
-		return ss_cfg_host_port(v->valuestring, &cfg->servers[cfg->n_servers++],
-					"-s/server", err, errlen);
 	cJSON_ArrayForEach(item, v)
 	{
 		if (!cJSON_IsString(item))
 			return ss_cfg_err(err, errlen, "\"%s\" entries must be strings, not %s",
 					  key, show(item, shown, sizeof(shown)));
-		if (ss_cfg_host_port(item->valuestring, &cfg->servers[cfg->n_servers++],
-				     "-s/server", err, errlen) != 0)
+		if (ss_cfg_add_server(cfg, item->valuestring, "-s/server", false, err, errlen) != 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* "server_url": one ss:// URL or an array of them. */
+static int j_server_url(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char shown[96], origin[32];
+	const cJSON *item;
+	int i = 0;
+
+	if (cfg->prog == SS_PROG_SERVER)
+		return ss_cfg_err(err, errlen,
+				  "\"%s\" is for ss-local and ss-tunnel; ss-server prints its URL "
+				  "with --print-url",
+				  key);
+	if (cJSON_IsString(v))
+		return ss_cfg_add_server(cfg, v->valuestring, "\"server_url\"", true, err, errlen);
+	if (!cJSON_IsArray(v))
+		return ss_cfg_err(err, errlen,
+				  "\"%s\" must be an ss:// URL or an array of them, not %s", key,
+				  show(v, shown, sizeof(shown)));
+	cJSON_ArrayForEach(item, v)
+	{
+		snprintf(origin, sizeof(origin), "\"server_url\"[%d]", i++);
+		if (!cJSON_IsString(item))
+			return ss_cfg_err(err, errlen, "%s must be an ss:// URL, not %s", origin,
+					  show(item, shown, sizeof(shown)));
+		if (ss_cfg_add_server(cfg, item->valuestring, origin, true, err, errlen) != 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* One key of a "servers" object, with the names shadowsocks-rust reads
+ * ("address" and "port" are its older names, "remarks" its tag). */
+static const cJSON *entry_item(const cJSON *o, const char *name, const char *alias)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	if ((!v || cJSON_IsNull(v)) && alias)
+		v = cJSON_GetObjectItemCaseSensitive(o, alias);
+	return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+static int entry_string(const cJSON *o, const char *name, const char *alias, char *dst, size_t cap,
+			const char *origin, bool secret, char *err, size_t errlen)
+{
+	const cJSON *v = entry_item(o, name, alias);
+	char shown[96];
+
+	if (!v)
+		return 0;
+	if (!cJSON_IsString(v) && secret)
+		return ss_cfg_err(err, errlen, "%s: \"%s\" must be a string", origin, name);
+	if (!cJSON_IsString(v))
+		return ss_cfg_err(err, errlen, "%s: \"%s\" must be a string, not %s", origin, name,
+				  show(v, shown, sizeof(shown)));
+	if (ss_cfg_copy(dst, cap, v->valuestring) != 0)
+		return ss_cfg_err(err, errlen, "%s: \"%s\" is too long (max %zu bytes)", origin,
+				  name, cap - 1);
+	return 1;
+}
+
+/* One "servers" entry: an object with its own address and, where it says
+ * so, method, password or key, plugin and tag; a string is read as a
+ * "server" entry (host[:port] or an ss:// URL). */
+static int server_object(ss_config_t *cfg, const cJSON *o, const char *origin, char *err,
+			 size_t errlen)
+{
+	const cJSON *v;
+	ss_config_server_t *e;
+	ss_host_port_t hp;
+	char shown[96], host[SS_HOST_MAX + 16];
+	int r;
+
+	if (cJSON_IsString(o))
+		return ss_cfg_add_server(cfg, o->valuestring, origin, false, err, errlen);
+	if (!cJSON_IsObject(o))
+		return ss_cfg_err(err, errlen, "%s must be an object, not %s", origin,
+				  show(o, shown, sizeof(shown)));
+	if ((v = entry_item(o, "disabled", NULL)) && cJSON_IsTrue(v))
+		return 0;
+	if (v && !cJSON_IsBool(v))
+		return ss_cfg_err(err, errlen, "%s: \"disabled\" must be true or false, not %s",
+				  origin, show(v, shown, sizeof(shown)));
+	r = entry_string(o, "server", "address", host, sizeof(host), origin, false, err, errlen);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return ss_cfg_err(err, errlen, "%s: missing \"server\" (the server's address)",
+				  origin);
+	if (ss_cfg_host_port(host, &hp, origin, err, errlen) != 0 ||
+	    !(e = ss_cfg_new_server(cfg, origin, err, errlen)))
+		return -EINVAL;
+	memcpy(e->host, hp.host, sizeof(e->host));
+	e->port = hp.port;
+	if ((v = entry_item(o, "server_port", "port")) && port_of(v, &e->port, origin, err, errlen))
+		return -EINVAL;
+	if ((v = entry_item(o, "method", NULL))) {
+		if (!cJSON_IsString(v))
+			return ss_cfg_err(err, errlen, "%s: \"method\" must be a string, not %s",
+					  origin, show(v, shown, sizeof(shown)));
+		if (ss_method_lookup(v->valuestring, &e->method, err, errlen) != 0)
+			return -EINVAL;
+		e->own_method = true;
+	}
+	/* Never echo a secret into a message. */
+	if ((r = entry_string(o, "password", NULL, e->password, sizeof(e->password), origin, true,
+			      err, errlen)) < 0 ||
+	    (r += entry_string(o, "key", NULL, e->key_b64, sizeof(e->key_b64), origin, true, err,
+			       errlen)) < 0)
+		return -EINVAL;
+	e->own_secret = r > 0;
+	if ((r = entry_string(o, "plugin", NULL, e->plugin, sizeof(e->plugin), origin, false, err,
+			      errlen)) < 0)
+		return -EINVAL;
+	e->own_plugin = r > 0;
+	if ((r = entry_string(o, "plugin_opts", NULL, e->plugin_opts, sizeof(e->plugin_opts),
+			      origin, false, err, errlen)) < 0)
+		return -EINVAL;
+	e->own_plugin_opts = r > 0;
+	if (entry_string(o, "remarks", "tag", e->tag, sizeof(e->tag), origin, false, err, errlen) <
+	    0)
+		return -EINVAL;
+	if ((v = entry_item(o, "plugin_mode", NULL))) {
+		if (mode_of(v, &e->plugin_mode, "plugin_mode", err, errlen) != 0)
+			return -EINVAL;
+		e->own_plugin_mode = true;
+	}
+	cfg->n_servers++;
+	return 0;
+}
+
+static int j_servers(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char shown[96], origin[32];
+	const cJSON *item;
+	int i = 0;
+
+	if (cfg->prog == SS_PROG_SERVER)
+		return ss_cfg_err(err, errlen,
+				  "\"%s\" is for ss-local and ss-tunnel; ss-server listens on the "
+				  "addresses in \"server\" with one method",
+				  key);
+	if (!cJSON_IsArray(v))
+		return ss_cfg_err(err, errlen, "\"%s\" must be an array of objects, not %s", key,
+				  show(v, shown, sizeof(shown)));
+	cJSON_ArrayForEach(item, v)
+	{
+		snprintf(origin, sizeof(origin), "\"servers\"[%d]", i++);
+		if (server_object(cfg, item, origin, err, errlen) != 0)
 			return -EINVAL;
 	}
 	return 0;
@@ -484,6 +629,8 @@ static const struct json_key {
 		k, f, K_BOOL, offsetof(ss_config_t, m), 0, NULL                                    \
 	}
     FN("server", SS_CF_SERVERS, j_server),
+    FN("servers", SS_CF_SERVERS, j_servers),
+    FN("server_url", SS_CF_SERVERS, j_server_url),
     FN("server_port", SS_CF_SERVER_PORT, j_server_port),
     FN("local_address", SS_CF_LOCAL_ADDR, j_local_addr),
     FN("local_port", SS_CF_LOCAL_PORT, j_local_port),
@@ -545,8 +692,11 @@ static void wipe_secrets(cJSON *root, int depth)
 
 	cJSON_ArrayForEach(item, root)
 	{
-		if (item->string != NULL && cJSON_IsString(item) &&
-		    (strcmp(item->string, "password") == 0 || strcmp(item->string, "key") == 0))
+		/* ss:// URLs carry a password too, in a list or alone. */
+		if (cJSON_IsString(item) &&
+		    ((item->string != NULL && (strcmp(item->string, "password") == 0 ||
+					       strcmp(item->string, "key") == 0)) ||
+		     strncasecmp(item->valuestring, "ss://", 5) == 0))
 			ss_wipe(item->valuestring, strlen(item->valuestring));
 		else if (depth < 3 && (cJSON_IsArray(item) || cJSON_IsObject(item)))
 			wipe_secrets(item, depth + 1);
@@ -558,6 +708,7 @@ int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t e
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
 	const cJSON *item;
+	bool file_servers = false;
 	int rc = 0;
 
 	if (root == NULL) {
@@ -586,6 +737,13 @@ int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t e
 			continue;
 		if (k->field >= 0 && (cfg->cli_set & ss_cfg_bit((ss_cfg_field_t)k->field)) != 0)
 			continue;
+		/* "server", "servers" and "server_url" make one list, in the
+		 * order the file gives them. */
+		if (k->field == SS_CF_SERVERS && !file_servers) {
+			ss_cfg_wipe_servers(cfg);
+			cfg->n_servers = 0;
+			file_servers = true;
+		}
 		rc = apply(cfg, k, item, err, errlen);
 		if (rc != 0)
 			goto out;

@@ -224,6 +224,7 @@ static void lookup_done(void *arg, int status, int timeouts, struct ares_addrinf
 			ss_sockaddr_set_port((struct sockaddr *)&ss, lk.port);
 		}
 	}
+	((ss_resolve_req_t *)arg)->ttl = len ? pick->ai_ttl : -1;
 	if (res)
 		ares_freeaddrinfo(res);
 	if (len)
@@ -268,6 +269,7 @@ void ss_resolver_lookup(ss_resolver_t *r, ss_resolve_req_t *req, const char *nam
 	socklen_t len;
 	ev_tstamp now = ev_now(r->loop);
 
+	req->ttl = -1;
 	/* Edits to the hosts file count from the next second: one stat(2) a
 	 * second at most, and a new table only when the file changed. */
 	if (now - r->hosts_checked >= RESOLVER_HOSTS_RECHECK) {

@@ -47,6 +47,10 @@ typedef struct ss_resolve_req {
 	ss_resolve_cb cb;
 	void *arg;
 	uint16_t port;
+	/* Set before the callback runs: how long the answer may be kept, in
+	 * seconds (the DNS record's TTL), or -1 when it has none (the hosts
+	 * file, "localhost", a failure). */
+	int ttl;
 } ss_resolve_req_t;
 
 void ss_resolver_lookup(ss_resolver_t *r, ss_resolve_req_t *req, const char *name, uint16_t port,

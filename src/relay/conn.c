@@ -79,6 +79,39 @@ static void conn_arm_timer(ss_conn_t *c)
 	ev_timer_start(loop, &c->timer);
 }
 
+/* The outbound connect ended (err 0 or an errno value). A client's connect
+ * to a server that failed goes on to the next server; the handshake hears
+ * only of the connect that worked, or of the last failure. */
+static void conn_connected(ss_conn_t *c, int err)
+{
+	struct ss_instance *inst = c->inst;
+
+	if (c->srv < 0) {
+		inst->ops->connected(c, err);
+		return;
+	}
+	bool moved = ss_servers_connected(&inst->servers, c->srv, err);
+	if (!err) {
+		c->connected = true;
+		c->srv_since = ev_now(inst->loop);
+		inst->ops->connected(c, 0);
+		return;
+	}
+	if (c->side[SS_OUT].fd >= 0) {
+		ev_io_stop(inst->loop, &c->side[SS_OUT].rio);
+		ev_io_stop(inst->loop, &c->side[SS_OUT].wio);
+		close(c->side[SS_OUT].fd);
+		c->side[SS_OUT].fd = -1;
+	}
+	ss_servers_release(&inst->servers, c->srv, false);
+	/* Its name now leads elsewhere: that address is worth a try too. */
+	if (moved)
+		c->tried &= (uint16_t) ~(1u << c->srv);
+	c->srv = -1;
+	c->out_err = err;
+	ss_conn_connect_server(c);
+}
+
 /* Whether a direction blocked on a slow reader has seen its sink's queue go
  * down since the last look: the kernel holds far more than one buffer, so a
  * reader can make steady progress for longer than the idle timeout without
@@ -116,10 +149,15 @@ static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	bool connecting = c->state == SS_CONN_CONNECTING || c->state == SS_CONN_RESOLVING;
 	if (connecting && now >= c->deadline_connect) {
-		if (c->state == SS_CONN_CONNECTING)
-			c->inst->ops->connected(c, ETIMEDOUT);
-		else
+		if (c->srv_wait) {
+			/* No server address came in time. */
+			ss_servers_unwait(&c->inst->servers, c);
+			conn_connected(c, c->out_err ? c->out_err : ETIMEDOUT);
+		} else if (c->state == SS_CONN_CONNECTING) {
+			conn_connected(c, ETIMEDOUT);
+		} else {
 			ss_conn_close(c, "name lookup timed out");
+		}
 		return;
 	}
 	if (now >= c->last_active + c->inst->timeout) {
@@ -178,7 +216,7 @@ static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (side == SS_OUT && w == &c->side[SS_OUT].wio) {
 			int err = ss_sock_error(c->side[SS_OUT].fd);
 			ev_io_stop(c->inst->loop, &c->side[SS_OUT].wio);
-			c->inst->ops->connected(c, err);
+			conn_connected(c, err);
 		} else if (w == &c->side[SS_IN].rio) {
 			/* More from the client before the outbound side is
 			 * ready: it waits in the kernel. Stopping only now
@@ -212,26 +250,29 @@ static void conn_side_init(ss_conn_t *c, int side, int fd)
 	c->side[side].wio.data = c;
 }
 
-/* Called once per fresh slot: prepares what is kept across connections. */
-static int conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
+/* Called once per fresh slot: codec states are set up as connections
+ * come to need them (conn_use_codec) and kept across connections. */
+static void conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
 {
-	ss_codec_t *k = &inst->codec;
-	size_t size = ss_codec_state_size(k);
+	memset(c, 0, sizeof(*c) + inst->slot_states);
+}
 
-	memset(c, 0, sizeof(*c) + 2 * size);
-	for (int d = 0; d < 2; d++) {
-		int rc;
-		c->dir[d].codec = size ? c->tail + (size_t)d * size : NULL;
-		if ((rc = ss_codec_init(k, c->dir[d].codec)) < 0)
-			return rc;
-	}
-	return 0;
+static void *conn_state(ss_conn_t *c, unsigned cls, int which)
+{
+	const ss_codec_class_t *k = &c->inst->classes[cls];
+
+	return k->size ? c->tail + k->off + (size_t)which * k->size : NULL;
 }
 
 void ss_conn_slot_free(ss_conn_t *c)
 {
-	for (int d = 0; d < 2; d++)
-		ss_codec_release(&c->inst->codec, c->dir[d].codec);
+	for (unsigned cls = 0; cls < c->inst->n_classes; cls++) {
+		if (!(c->classes >> cls & 1))
+			continue;
+		for (int d = 0; d < 2; d++)
+			ss_codec_release(c->inst->classes[cls].k, conn_state(c, cls, d));
+	}
+	c->classes = 0;
 }
 
 /* The directions' codecs: a client encodes what it reads inbound and
@@ -239,6 +280,39 @@ void ss_conn_slot_free(ss_conn_t *c)
 static int conn_encoder(const ss_conn_t *c)
 {
 	return c->inst->ops->client ? SS_IN : SS_OUT;
+}
+
+/* The connection goes through codec k (of class cls): its states, set up
+ * in this slot on the class's first use, are started with k's keys; a
+ * codec it used before (a server it failed over from) lets go of its
+ * keys. 0 or -errno. */
+static int conn_use_codec(ss_conn_t *c, ss_codec_t *k, unsigned cls)
+{
+	int enc = conn_encoder(c), rc;
+
+	if (c->k)
+		for (int d = 0; d < 2; d++)
+			ss_codec_reset(c->k, c->dir[d].codec);
+	c->k = NULL;
+	if (!(c->classes >> cls & 1)) {
+		ss_codec_t *ck = c->inst->classes[cls].k;
+		if ((rc = ss_codec_init(ck, conn_state(c, cls, 0))) < 0)
+			return rc;
+		if ((rc = ss_codec_init(ck, conn_state(c, cls, 1))) < 0) {
+			ss_codec_release(ck, conn_state(c, cls, 0));
+			return rc;
+		}
+		c->classes |= (uint16_t)(1u << cls);
+	}
+	for (int d = 0; d < 2; d++) {
+		c->dir[d].codec = conn_state(c, cls, d);
+		c->dir[d].xf = k->ops->identity ? SS_XF_COPY
+			       : d == enc       ? SS_XF_ENCODE
+						: SS_XF_DECODE;
+	}
+	c->k = k;
+	ss_codec_start(k, c->dir[enc].codec, c->dir[!enc].codec);
+	return 0;
 }
 
 void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
@@ -250,33 +324,30 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 		close(fd);
 		return;
 	}
-	/* A slot is set up on first use (inst still NULL in its zero page); one
-	 * whose set-up failed goes back zeroed, so the next use tries again
-	 * instead of running with half a cipher state. */
-	if (!c->inst && conn_slot_init(inst, c) < 0) {
-		ss_err("cannot set up the cipher state");
-		c->inst = inst;
-		ss_conn_slot_free(c);
-		memset(c, 0, sizeof(*c) + 2 * ss_codec_state_size(&inst->codec));
-		ss_pool_put(&inst->conns, c);
-		close(fd);
-		return;
-	}
+	/* A slot is set up on first use (inst still NULL in its zero page). */
+	if (!c->inst)
+		conn_slot_init(inst, c);
 	c->inst = inst;
 	c->state = SS_CONN_HANDSHAKE;
 	memset(&c->hs, 0, sizeof(c->hs));
 	c->lookup_busy = false;
 	c->lead_wait = false;
 	c->bypass = false;
+	c->k = NULL;
+	c->srv = -1;
+	c->srv_wait = c->connected = c->answered = false;
+	c->tried = 0;
+	c->out_err = 0;
+	c->srv_next = NULL;
 	c->next_closed = NULL;
 	c->action = inst->ops->name;
 	memset(&c->peer, 0, sizeof(c->peer));
 	memcpy(&c->peer, peer, peerlen < sizeof(c->peer) ? peerlen : sizeof(c->peer));
 	for (int d = 0; d < 2; d++) {
 		ss_dir_t *dir = &c->dir[d];
-		dir->xf = inst->codec.ops->identity ? SS_XF_COPY
-			  : d == conn_encoder(c)    ? SS_XF_ENCODE
-						    : SS_XF_DECODE;
+		/* A client's codec comes with its server (conn_use_codec). */
+		dir->xf = SS_XF_COPY;
+		dir->codec = NULL;
 		dir->buf = NULL;
 		dir->iov = NULL;
 		dir->keep = dir->rpos = dir->rend = 0;
@@ -288,7 +359,12 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 		dir->bytes = dir->spliced = 0;
 		ss_splice_init(&dir->sp, NULL);
 	}
-	ss_codec_start(&inst->codec, c->dir[conn_encoder(c)].codec, c->dir[!conn_encoder(c)].codec);
+	if (!inst->ops->client && conn_use_codec(c, &inst->codec, 0) < 0) {
+		ss_err("cannot set up the cipher state");
+		ss_pool_put(&inst->conns, c);
+		close(fd);
+		return;
+	}
 	conn_side_init(c, SS_IN, fd);
 	conn_side_init(c, SS_OUT, -1);
 	ev_init(&c->timer, conn_timer_cb);
@@ -323,6 +399,11 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 		 c->bypass ? " (bypassed)" : "");
 	if (c->state == SS_CONN_UDP_CONTROL)
 		ss_udp_control_closed(&inst->udp, c);
+	if (c->srv_wait)
+		ss_servers_unwait(&inst->servers, c);
+	if (c->srv >= 0)
+		ss_servers_ended(&inst->servers, c);
+	c->srv = -1;
 	c->state = SS_CONN_CLOSED;
 	ev_timer_stop(inst->loop, &c->timer);
 	for (int s = 0; s < 2; s++) {
@@ -339,8 +420,10 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 		ss_conn_buf_release(c, d);
 		ss_splice_close(&c->dir[d].sp);
 		c->dir[d].iov_n = c->dir[d].iov_i = 0;
-		ss_codec_reset(&inst->codec, c->dir[d].codec);
+		if (c->k)
+			ss_codec_reset(c->k, c->dir[d].codec);
 	}
+	c->k = NULL;
 	/* Freed by the reaper after this dispatch, so no handler up the stack
 	 * touches a recycled slot; a lookup still in flight holds it longer. */
 	c->next_closed = inst->closed;
@@ -400,7 +483,10 @@ void ss_conn_drain(ss_conn_t *c, const char *reason)
 	conn_arm_timer(c);
 }
 
-void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len)
+/* Connects the outbound side; deadline 0: the connect timeout from now
+ * (or from the name lookup before it). */
+static void conn_connect_until(ss_conn_t *c, const struct sockaddr *sa, socklen_t len,
+			       ev_tstamp deadline)
 {
 	struct ss_instance *inst = c->inst;
 	int fd;
@@ -412,20 +498,27 @@ void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len)
 	bool done;
 	fd = ss_sock_connect_tcp(sa, len, &inst->outopts, &done);
 	if (fd < 0) {
-		inst->ops->connected(c, -fd);
+		conn_connected(c, -fd);
 		return;
 	}
 	conn_side_init(c, SS_OUT, fd);
 	/* One timeout covers the name lookup and the connect after it. */
-	if (c->state != SS_CONN_RESOLVING)
+	if (deadline)
+		c->deadline_connect = deadline;
+	else if (c->state != SS_CONN_RESOLVING)
 		c->deadline_connect = ev_now(inst->loop) + inst->connect_timeout;
 	c->state = SS_CONN_CONNECTING;
 	if (done) {
-		inst->ops->connected(c, 0);
+		conn_connected(c, 0);
 		return;
 	}
 	conn_arm_timer(c);
 	ss_conn_want(c, SS_OUT, EV_WRITE, true);
+}
+
+void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len)
+{
+	conn_connect_until(c, sa, len, 0);
 }
 
 /* Looks the target's name up; the connect deadline starts now. */
@@ -452,7 +545,7 @@ static void conn_resolved(void *arg, int status, const struct sockaddr *sa, sock
 		ss_info("%s %s: cannot resolve %s: %s", c->action,
 			ss_conn_peer(c, peer, sizeof(peer)),
 			ss_addr_format(&c->target, target, sizeof(target)), strerror(-status));
-		c->inst->ops->connected(c, EHOSTUNREACH);
+		conn_connected(c, EHOSTUNREACH);
 		return;
 	}
 	ss_conn_connect_sa(c, sa, len);
@@ -479,12 +572,52 @@ void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a)
 void ss_conn_connect_server(ss_conn_t *c)
 {
 	struct ss_instance *inst = c->inst;
-	size_t n = inst->n_servers, i = n > 1 ? (size_t)random() % n : 0;
+	ss_servers_t *set = &inst->servers;
+	ev_tstamp now = ev_now(inst->loop), deadline;
+	char peer[SS_ADDR_STRLEN];
+	bool trial, more;
+	int i = ss_servers_pick(set, c->tried, false, &trial);
 
-	/* Past servers whose plugin is down, if another is up. */
-	for (size_t k = 1; k < n && inst->routes[i].down; k++)
-		i = (i + 1) % n;
-	ss_conn_connect_sa(c, (struct sockaddr *)&inst->routes[i].tcp, inst->routes[i].tcp_len);
+	if (i < 0) {
+		/* None left: unless a lookup under way, or a plugin being
+		 * started, may still give one, the handshake hears of the last
+		 * failure. */
+		if (ss_servers_may_change(set, c->tried)) {
+			if (c->state != SS_CONN_RESOLVING)
+				c->deadline_connect = now + inst->connect_timeout;
+			c->state = SS_CONN_RESOLVING;
+			ss_servers_wait(set, c);
+			conn_arm_timer(c);
+			return;
+		}
+		inst->ops->connected(c, c->out_err ? c->out_err : EHOSTUNREACH);
+		return;
+	}
+	ss_server_t *s = &set->s[i];
+	socklen_t len, other;
+	const struct sockaddr *sa = ss_servers_addr(s, false, &len);
+	c->srv = (int8_t)i;
+	c->tried |= (uint16_t)(1u << i);
+	if (conn_use_codec(c, &s->codec, s->cls) < 0) {
+		ss_servers_release(set, i, false);
+		c->srv = -1;
+		ss_conn_close(c, "cannot set up the cipher state");
+		return;
+	}
+	ss_info("%s %s: server %s%s", c->action, ss_conn_peer(c, peer, sizeof(peer)), s->name,
+		trial ? " (trying it again after its backoff)" : "");
+	/* A connect that hangs must not keep the others waiting long. */
+	more = false;
+	for (size_t j = 0; j < set->n && !more; j++) {
+		if (c->tried >> j & 1)
+			continue;
+		ss_servers_addr(&set->s[j], false, &other);
+		more = other > 0;
+	}
+	deadline = now + (more && inst->connect_timeout > SS_FAILOVER_CONNECT_TIMEOUT
+			      ? SS_FAILOVER_CONNECT_TIMEOUT
+			      : inst->connect_timeout);
+	conn_connect_until(c, sa, len, deadline);
 }
 
 /* Acts on the ACL's answer; sa is the target's address when it was
@@ -575,9 +708,7 @@ void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n)
 	lead = ss_pump_lead_area(c, SS_IN);
 	/* The codec puts the target in front of the first bytes or in its own
 	 * header; a bypassed connection sends none. */
-	hdr = c->bypass ? 0
-			: c->inst->codec.ops->put_target(&c->inst->codec, &c->target, lead,
-							 SS_ADDR_MAX_ENCODED);
+	hdr = c->bypass ? 0 : c->k->ops->put_target(c->k, &c->target, lead, SS_ADDR_MAX_ENCODED);
 	if (n)
 		memmove(lead + hdr, extra, n);
 	dir->lead = hdr + n;

@@ -87,10 +87,26 @@ typedef struct ss_conn {
 		uint16_t fill;  /* ss-local: handshake bytes read, at SS_HS_OFF */
 		uint16_t early; /* ss-local: where the payload after the request starts */
 	} hs;
-	bool lookup_busy;   /* a resolver callback is still owed */
-	bool lead_wait;     /* waiting briefly for a first payload to ride with the header */
-	bool bypass;        /* client: the ACL sends it straight to its target */
-	const char *action; /* what it was doing, for log lines */
+	bool lookup_busy; /* a resolver callback is still owed */
+	bool lead_wait;   /* waiting briefly for a first payload to ride with the header */
+	bool bypass;      /* client: the ACL sends it straight to its target */
+	/* The connection's codec: ss-server's, or a client's server's once it
+	 * is chosen; NULL before, and for a bypassed connection. */
+	ss_codec_t *k;
+	/* Clients: the server in use (index in inst->servers, -1: none), the
+	 * ones tried so far, and what it has said. */
+	int8_t srv;
+	bool srv_wait;  /* waiting in inst->servers for an address */
+	bool connected; /* the outbound connect succeeded */
+	bool answered;  /* the outbound side sent a byte */
+	uint16_t tried;
+	/* Codec classes (inst->classes) whose states this slot has set up:
+	 * kept across the slot's connections. */
+	uint16_t classes;
+	int out_err;              /* the last connect error, then what ended the outbound side */
+	ev_tstamp srv_since;      /* when the server accepted the connect */
+	struct ss_conn *srv_next; /* srv_wait: the next one waiting */
+	const char *action;       /* what it was doing, for log lines */
 	ss_side_t side[2];
 	ss_dir_t dir[2];
 	ev_timer timer;
@@ -102,9 +118,9 @@ typedef struct ss_conn {
 	struct ss_conn *next_closed;
 	struct ss_udp_assoc *udp_assoc; /* UDP_CONTROL: the association it holds */
 	struct ss_conn *udp_next;       /* UDP_CONTROL: not yet matched to one */
-	/* The two directions' codec states, as large as the method needs (a
-	 * slot is sizeof(ss_conn_t) + 2 * ss_codec_state_size()), so an idle
-	 * connection holds only its own method's state. */
+	/* The codec states: a pair per codec class (struct ss_instance
+	 * classes, a slot being sizeof(ss_conn_t) + inst->slot_states), set
+	 * up when a connection first uses the class. */
 	_Alignas(64) unsigned char tail[];
 } ss_conn_t;
 
@@ -139,7 +155,10 @@ void ss_conn_drain(ss_conn_t *c, const char *reason);
  * calls ops->connected. */
 void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a);
 void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len);
-/* Connects to one of the configured servers (clients). */
+/* Connects to one of the configured servers (clients): picks one it has
+ * not tried (relay/servers.h), starts its codec and connects; a connect
+ * that fails goes on to the next, and only when none is left (or can come)
+ * does ops->connected hear of the failure. */
 void ss_conn_connect_server(ss_conn_t *c);
 /* Clients: connects toward c->target, through a server or, when the ACL
  * says bypass, straight to it (both directions then copy). A name is looked

@@ -86,7 +86,7 @@ static int server_target_in_stream(ss_conn_t *c)
 
 static void server_inbound(ss_conn_t *c)
 {
-	ss_codec_t *k = &c->inst->codec;
+	ss_codec_t *k = c->k;
 	ss_dir_t *dir = &c->dir[SS_IN];
 	ss_codec_hdr_t hdr;
 	bool failed = false;

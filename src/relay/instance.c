@@ -232,6 +232,25 @@ bool ss_instance_target_blocked(struct ss_instance *inst, const char *host,
 	       (sa && ss_acl_outbound_blocked_addr(inst->acl, sa));
 }
 
+int ss_instance_codec_class(struct ss_instance *inst, ss_codec_t *k)
+{
+	ss_codec_class_t *c;
+
+	for (size_t i = 0; i < inst->n_classes; i++)
+		if (ss_codec_same_states(inst->classes[i].k, k))
+			return (int)i;
+	if (inst->n_classes == SS_ARRAY_LEN(inst->classes))
+		return -ENOSPC;
+	c = &inst->classes[inst->n_classes];
+	c->k = k;
+	c->size = (uint32_t)ss_codec_state_size(k);
+	c->off = (uint32_t)inst->slot_states;
+	c->udp_off = (uint32_t)inst->udp_states;
+	inst->slot_states += 2 * (size_t)c->size;
+	inst->udp_states += (k->ops->udp_assoc_size + 63) & ~(size_t)63;
+	return (int)inst->n_classes++;
+}
+
 static void instance_reaper_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	(void)loop;
@@ -384,15 +403,24 @@ static void instance_fail(struct ss_instance *inst, const char *msg)
 	ss_instance_stop(inst);
 }
 
+/* A client's server that plugin p stands in front of; -1 for ss-server's. */
+static int instance_plugin_server(struct ss_instance *inst, const ss_plugin_t *p)
+{
+	for (size_t i = 0; i < inst->servers.n; i++)
+		if (inst->servers.s[i].plugin == p)
+			return (int)i;
+	return -1;
+}
+
 static void instance_plugin_cb(ss_plugin_t *p, ss_plugin_event_t ev, const char *msg)
 {
 	struct ss_instance *inst = p->data;
-	ss_route_t *r = &inst->routes[p - inst->plugins];
-	bool any_up = false;
+	int srv = instance_plugin_server(inst, p);
 
 	switch (ev) {
 	case SS_PLUGIN_UP:
-		r->down = false;
+		if (srv >= 0)
+			ss_servers_plugin_up(&inst->servers, srv, true);
 		instance_hold(inst, false);
 		if (!inst->ready_sent && instance_all_plugins(inst, SS_PLUGIN_RUNNING)) {
 			inst->ready_sent = true;
@@ -401,12 +429,12 @@ static void instance_plugin_cb(ss_plugin_t *p, ss_plugin_event_t ev, const char 
 		}
 		break;
 	case SS_PLUGIN_DOWN:
-		if (p->server || !p->tcp)
+		/* ss-server's listener stays: what its plugin hands over comes
+		 * back with it. */
+		if (srv < 0)
 			break;
-		r->down = true;
-		for (size_t i = 0; i < inst->n_servers; i++)
-			any_up |= !inst->routes[i].down;
-		if (!any_up)
+		ss_servers_plugin_up(&inst->servers, srv, false);
+		if (!ss_servers_tcp_reachable(&inst->servers))
 			instance_hold(inst, true);
 		break;
 	case SS_PLUGIN_FAILED:
@@ -445,18 +473,19 @@ void ss_instance_set_cb(ss_instance_t *inst, ss_instance_cb cb, void *arg)
 	inst->cb_arg = arg;
 }
 
-/* A plugin for server entry i (host:port), set up but not started. */
-static int instance_plugin(struct ss_instance *inst, const char *host, uint16_t port, char *err,
+/* A plugin in front of host:port (SS_REMOTE_HOST, as configured), set up
+ * but not started: plugin with opts, carrying tcp and udp. */
+static int instance_plugin(struct ss_instance *inst, const char *plugin, const char *opts,
+			   const char *host, uint16_t port, bool tcp, bool udp, char *err,
 			   size_t errlen)
 {
-	const ss_config_t *cfg = inst->cfg;
-	ss_plugin_spec_t spec = {.plugin = cfg->plugin,
-				 .opts = cfg->plugin_opts,
+	ss_plugin_spec_t spec = {.plugin = plugin,
+				 .opts = opts,
 				 .remote_host = host,
 				 .remote_port = port,
-				 .server = cfg->prog == SS_PROG_SERVER,
-				 .tcp = cfg->plugin_tcp,
-				 .udp = cfg->plugin_udp};
+				 .server = inst->cfg->prog == SS_PROG_SERVER,
+				 .tcp = tcp,
+				 .udp = udp};
 	ss_plugin_t *p = &inst->plugins[inst->n_plugins++];
 
 	if (spec.server && strcmp(host, "::") == 0) {
@@ -483,7 +512,8 @@ static int instance_server_entry(struct ss_instance *inst, const char *host, uin
 
 	if (!cfg->plugin[0])
 		return instance_listen(inst, host, port, tcp, udp, err, errlen);
-	if ((rc = instance_plugin(inst, host, port, err, errlen)) < 0)
+	if ((rc = instance_plugin(inst, cfg->plugin, cfg->plugin_opts, host, port, cfg->plugin_tcp,
+				  cfg->plugin_udp, err, errlen)) < 0)
 		return rc;
 	lo = (struct sockaddr_in *)ss_plugin_local(&inst->plugins[inst->n_plugins - 1], &len);
 	if ((ptcp || pudp) && (rc = instance_listen(inst, "127.0.0.1", ntohs(lo->sin_port), ptcp,
@@ -494,41 +524,21 @@ static int instance_server_entry(struct ss_instance *inst, const char *host, uin
 	return 0;
 }
 
-/* A client's server entry i: its address, its plugin's for what that
- * carries; the server is looked up only when something goes to it
- * directly. */
-static int instance_client_entry(struct ss_instance *inst, size_t i, bool tcp, bool udp, char *err,
-				 size_t errlen)
+/* A client's server entry i with a plugin: the plugin, in front of the
+ * configured host (never looked up for it), and the server then reached
+ * through it for what it carries. */
+static int instance_client_entry(struct ss_instance *inst, size_t i, char *err, size_t errlen)
 {
-	const ss_config_t *cfg = inst->cfg;
-	const ss_host_port_t *hp = &cfg->servers[i];
-	uint16_t port = hp->port ? hp->port : cfg->server_port;
-	bool plugin = cfg->plugin[0] != '\0';
-	ss_route_t *r = &inst->routes[i];
-	struct sockaddr_storage ss = {0};
-	socklen_t len = 0;
+	const ss_config_server_t *e = &inst->cfg->servers[i];
+	ss_server_t *s = &inst->servers.s[i];
 	int rc;
 
-	if ((!plugin || (tcp && !cfg->plugin_tcp) || (udp && !cfg->plugin_udp)) &&
-	    (rc = ss_sock_resolve_startup(hp->host, port, cfg->ipv6_first, false, &ss, &len, err,
-					  errlen)) < 0)
-		return rc;
-	r->tcp = r->udp = ss;
-	r->tcp_len = r->udp_len = len;
-	if (!plugin)
+	if (!e->plugin[0])
 		return 0;
-	if ((rc = instance_plugin(inst, hp->host, port, err, errlen)) < 0)
+	if ((rc = instance_plugin(inst, e->plugin, e->plugin_opts, e->host, s->port, e->plugin_tcp,
+				  e->plugin_udp, err, errlen)) < 0)
 		return rc;
-	const struct sockaddr *lo = ss_plugin_local(&inst->plugins[inst->n_plugins - 1], &len);
-	if (cfg->plugin_tcp) {
-		memcpy(&r->tcp, lo, len);
-		r->tcp_len = len;
-		r->down = true; /* until it is up */
-	}
-	if (cfg->plugin_udp) {
-		memcpy(&r->udp, lo, len);
-		r->udp_len = len;
-	}
+	ss_servers_set_plugin(&inst->servers, (int)i, &inst->plugins[inst->n_plugins - 1]);
 	return 0;
 }
 
@@ -551,9 +561,6 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->loop = loop;
 	ev_timer_init(&inst->kick, instance_kick_cb, 0., 0.);
 	inst->kick.data = inst;
-	/* A client accepts once its plugin is up: before that, a connection
-	 * could only fail. */
-	inst->held = cfg->prog != SS_PROG_SERVER && cfg->plugin[0] && cfg->plugin_tcp;
 	inst->splice_ok =
 	    ss_splice_supported() && ss_pipe_pool_init(&inst->pipes, NULL, SPLICE_PIPES) == 0;
 	inst->be = ss_crypto_default();
@@ -573,11 +580,14 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	instance_shortage_init(&inst->slots_short, "connection slots free");
 	instance_shortage_init(&inst->fds_short, "descriptors available");
 
-	if ((rc = ss_codec_setup(&inst->codec, cfg, inst->be, cfg->prog == SS_PROG_SERVER, err,
-				 errlen)) < 0)
+	if (cfg->prog == SS_PROG_SERVER) {
+		if ((rc = ss_codec_setup(&inst->codec, cfg, inst->be, true, err, errlen)) < 0)
+			goto fail;
+		ss_instance_codec_class(inst, &inst->codec);
+	} else if ((rc = ss_servers_init(&inst->servers, inst, err, errlen)) < 0) {
 		goto fail;
-	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t) + 2 * ss_codec_state_size(&inst->codec),
-			 max_conns) < 0 ||
+	}
+	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t) + inst->slot_states, max_conns) < 0 ||
 	    ss_pool_init(&inst->bufs, SS_LEASE_SIZE, 2 * max_conns) < 0) {
 		snprintf(err, errlen, "cannot reserve memory for %zu connections", max_conns);
 		rc = -ENOMEM;
@@ -606,13 +616,14 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 				goto fail;
 		}
 	} else {
-		/* What reaches the server: TCP unless udp_only (ss-local's TCP
-		 * then is SOCKS5 alone), UDP unless tcp_only. */
-		bool to_tcp = cfg->mode != SS_MODE_UDP_ONLY;
 		for (size_t i = 0; i < cfg->n_servers; i++)
-			if ((rc = instance_client_entry(inst, i, to_tcp, udp, err, errlen)) < 0)
+			if ((rc = instance_client_entry(inst, i, err, errlen)) < 0)
 				goto fail;
-		inst->n_servers = cfg->n_servers;
+		/* A client accepts once it can reach a server over TCP: before
+		 * that (its servers' plugins not up yet), a connection could
+		 * only fail. */
+		inst->held = !ss_servers_tcp_reachable(&inst->servers);
+		ss_servers_start(&inst->servers);
 		if ((rc = instance_listen(inst, cfg->local_addr[0] ? cfg->local_addr : "127.0.0.1",
 					  cfg->local_port, tcp, udp, err, errlen)) < 0)
 			goto fail;
@@ -640,6 +651,7 @@ void ss_instance_stop(ss_instance_t *inst)
 		if (c->inst == inst && c->state != SS_CONN_CLOSED && c->side[SS_IN].fd >= 0)
 			ss_conn_close(c, NULL);
 	}
+	ss_servers_stop(&inst->servers);
 	/* Lookups in flight finish with ECANCELED, while their owners still stand. */
 	ss_resolver_free(&inst->resolver);
 	ss_udp_free(&inst->udp);
@@ -669,6 +681,7 @@ void ss_instance_destroy(ss_instance_t *inst)
 	ss_pipe_pool_destroy(&inst->pipes);
 	ss_acl_free(inst->acl);
 	ss_codec_free(&inst->codec);
+	ss_servers_free(&inst->servers);
 	ss_pool_destroy(&inst->bufs);
 	ss_pool_destroy(&inst->conns);
 	free(inst);

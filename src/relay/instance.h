@@ -10,6 +10,7 @@
 #include "net/resolver.h"
 #include "net/sock.h"
 #include "relay/conn.h"
+#include "relay/servers.h"
 #include "relay/udp.h"
 #include "shadowsocks.h"
 #include "util/pool.h"
@@ -23,13 +24,16 @@ typedef struct ss_shortage {
 	ev_timer quiet;   /* running: over unless it hits again first */
 } ss_shortage_t;
 
-/* Clients: how one server is reached, per protocol: the server itself, or
- * its plugin's loopback address. */
-typedef struct ss_route {
-	struct sockaddr_storage tcp, udp;
-	socklen_t tcp_len, udp_len;
-	bool down; /* its plugin carries TCP and is not up: no new connections */
-} ss_route_t;
+/* Codecs whose states are interchangeable (ss_codec_same_states): a slot
+ * keeps one pair of TCP states per class it has used, an association slot
+ * one state, so that connections going to servers of different methods
+ * reuse what they set up instead of setting it up again. */
+typedef struct ss_codec_class {
+	ss_codec_t *k;    /* the first codec of the class */
+	uint32_t off;     /* its two TCP states, in a slot's tail */
+	uint32_t size;    /* one TCP state, rounded (ss_codec_state_size) */
+	uint32_t udp_off; /* its association state, in an association's tail */
+} ss_codec_class_t;
 
 typedef struct ss_listener {
 	ev_io io;
@@ -44,7 +48,11 @@ struct ss_instance {
 	ss_pool_t conns;
 	ss_pool_t bufs;
 	ss_resolver_t resolver;
-	ss_codec_t codec;     /* the method's, with a server's replay pools */
+	ss_codec_t codec; /* ss-server's, with its replay pools */
+	ss_codec_class_t classes[SS_MAX_SERVERS];
+	size_t n_classes;
+	size_t slot_states;   /* a connection slot's tail: every class's states */
+	size_t udp_states;    /* an association's */
 	ss_acl_t *acl;        /* --acl, or NULL */
 	bool acl_by_addr;     /* the ACL has address rules: names may need a lookup */
 	bool splice_ok;       /* splice(2) may move COPY directions (ss_splice_supported) */
@@ -53,7 +61,7 @@ struct ss_instance {
 	ss_listener_t listeners[SS_MAX_SERVERS];
 	size_t n_listeners;
 	bool paused; /* listeners stopped: no free slot or no descriptor */
-	bool held;   /* listeners stopped: no server is reachable (plugins down) */
+	bool held;   /* listeners stopped: no server is reachable over TCP (plugins down) */
 	ss_shortage_t slots_short, fds_short;
 	ev_timer retry; /* resumes accepting after a descriptor shortage no slot holds */
 	/* Frees closed connections once the callbacks of this loop iteration
@@ -62,12 +70,11 @@ struct ss_instance {
 	 * free. */
 	ev_prepare reaper;
 	ss_conn_t *closed;
-	/* clients: the servers, resolved at start-up, or their plugins */
-	ss_route_t routes[SS_MAX_SERVERS];
-	size_t n_servers;
-	/* SIP003 plugins, one per configured server, started on the loop
-	 * (kick) so that they are children of the process that runs it (after
-	 * a daemon's fork) with its final user. */
+	ss_servers_t servers; /* clients: each with its codec, address, health and plugin */
+	/* SIP003 plugins: a client's, one per server entry that has one
+	 * (servers.s[i].plugin); ss-server's, one per listen address. Started
+	 * on the loop (kick) so that they are children of the process that runs
+	 * it (after a daemon's fork) with its final user. */
 	ss_plugin_t plugins[SS_MAX_SERVERS];
 	size_t n_plugins;
 	ev_timer kick;
@@ -91,6 +98,9 @@ bool ss_instance_client_allowed(struct ss_instance *inst, const struct sockaddr 
  * name (may be NULL) or address (may be NULL). */
 bool ss_instance_target_blocked(struct ss_instance *inst, const char *host,
 				const struct sockaddr *sa);
+
+/* The class of k's states (adding one for it), or -ENOSPC. */
+int ss_instance_codec_class(struct ss_instance *inst, ss_codec_t *k);
 
 /* Called by the connection code when a slot frees. */
 void ss_instance_slot_freed(struct ss_instance *inst);

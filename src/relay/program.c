@@ -1,11 +1,14 @@
+#include <errno.h>
 #include <ev.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "crypto/method.h"
 #include "crypto/primitives.h"
 #include "shadowsocks.h"
+#include "util/qr.h"
 #include "util/tarena.h"
 #include "util/log.h"
 #include "util/proc.h"
@@ -76,6 +79,47 @@ static const char *program_name(ss_prog_t prog)
 					: "ss-local";
 }
 
+/* ss-server --print-url: each URL on stdout, with a QR code of it for a
+ * phone's camera; what the user must know goes to stderr. */
+static void program_share_cb(void *arg, const char *url, bool placeholder, const char *user)
+{
+	const char *name = arg;
+	int rc;
+
+	if (user)
+		printf("user %s:\n", user);
+	printf("%s\n", url);
+	if (placeholder) {
+		fprintf(stderr,
+			"%s: the server listens on every address: replace %s in the URL with an "
+			"address or name clients reach it at (or give that address with -s); no "
+			"QR code for a URL that must be edited\n",
+			name, SS_URL_PLACEHOLDER);
+		return;
+	}
+	rc = ss_qr_write(url, isatty(STDOUT_FILENO), stdout);
+	if (rc == -ENOTSUP)
+		fprintf(stderr, "%s: built without libqrencode: no QR code\n", name);
+	else if (rc < 0)
+		fprintf(stderr, "%s: no QR code: %s\n", name, strerror(-rc));
+	printf("\n");
+}
+
+/* The one method the program runs: ss-server's, or the one all of a
+ * client's servers share; NULL when they differ. */
+static const ss_method_t *program_method(const ss_config_t *cfg)
+{
+	const ss_method_t *m = cfg->method;
+
+	if (cfg->prog == SS_PROG_SERVER)
+		return m;
+	m = cfg->servers[0].method;
+	for (size_t i = 1; i < cfg->n_servers; i++)
+		if (cfg->servers[i].method != m)
+			return NULL;
+	return m;
+}
+
 int ss_program_main(ss_prog_t prog, int argc, char **argv)
 {
 	static ss_config_t cfg;
@@ -100,8 +144,17 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	case SS_CONFIG_RUN:
 		break;
 	}
+	if (cfg.print_url) {
+		rc = ss_config_share_urls(&cfg, program_share_cb, (void *)name, err, sizeof(err));
+		if (rc < 0)
+			fprintf(stderr, "%s: %s\n", name, err);
+		fflush(stdout);
+		ss_config_clear(&cfg);
+		return rc < 0 ? 1 : 0;
+	}
 	ss_log_setup(name, cfg.verbose, cfg.use_syslog);
-	if (cfg.key_ignored)
+	/* A client's servers say so each (relay/servers.c). */
+	if (cfg.key_ignored && prog == SS_PROG_SERVER)
 		ss_warn("method %s encrypts nothing: the password or key is not used",
 			cfg.method->name);
 	if (cfg.nofile > 0 && ss_proc_set_nofile(cfg.nofile, err, sizeof(err)) < 0)
@@ -137,8 +190,13 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		ss_config_clear(&cfg);
 		return 1;
 	}
-	ss_notice("%s %s started, method %s (%s)", name, SS_VERSION, cfg.method->name,
-		  ss_crypto_describe(ss_crypto_default(), cfg.method, what, sizeof(what)));
+	const ss_method_t *m = program_method(&cfg);
+	if (m)
+		ss_notice("%s %s started, method %s (%s)", name, SS_VERSION, m->name,
+			  ss_crypto_describe(ss_crypto_default(), m, what, sizeof(what)));
+	else
+		ss_notice("%s %s started, %zu servers with methods of their own", name, SS_VERSION,
+			  cfg.n_servers);
 
 	ss_instance_set_cb(p.inst, program_event_cb, &p);
 	ev_signal_init(&sigint, program_signal_cb, SIGINT);

@@ -21,7 +21,7 @@ uint8_t *ss_pump_lead_area(ss_conn_t *c, int d)
 {
 	uint8_t *buf = ss_conn_buf(c, d);
 
-	return c->dir[d].xf == SS_XF_ENCODE ? buf + c->inst->codec.layout.first : buf;
+	return c->dir[d].xf == SS_XF_ENCODE ? buf + c->k->layout.first : buf;
 }
 
 /* The request's target while the codec may still need it for its header. */
@@ -37,7 +37,7 @@ static const ss_addr_t *pump_req_target(ss_conn_t *c, const ss_dir_t *dir)
 static int pump_emit(ss_conn_t *c, int d, size_t n)
 {
 	ss_dir_t *dir = &c->dir[d];
-	ss_codec_t *k = &c->inst->codec;
+	ss_codec_t *k = c->k;
 	size_t total = dir->lead + n, niov = 0;
 	bool hdr = dir->hdr_pending;
 	int rc = SS_OK;
@@ -65,7 +65,7 @@ static int pump_emit(ss_conn_t *c, int d, size_t n)
 int ss_pump_decode(ss_conn_t *c, int d, ss_codec_hdr_t *hdr)
 {
 	ss_dir_t *dir = &c->dir[d];
-	ss_codec_t *k = &c->inst->codec;
+	ss_codec_t *k = c->k;
 	ss_span_t spans[SS_DIR_MAX_IOV];
 	size_t consumed = 0, ns = 0, i;
 	size_t room = SS_DIR_MAX_IOV - dir->iov_n;
@@ -179,14 +179,14 @@ static int pump_fill(ss_conn_t *c, int d)
 	do {
 		if (dir->xf == SS_XF_ENCODE) {
 			/* Straight into the codec's slots, behind the lead bytes. */
-			ss_codec_t *k = &c->inst->codec;
+			ss_codec_t *k = c->k;
 			const ss_codec_layout_t *l = &k->layout;
 			struct iovec iov[SS_CODEC_MAX_SLOTS];
 			for (size_t i = 0; i < l->slots; i++)
 				iov[i] = (struct iovec){buf + l->first + i * l->stride, l->payload};
 			iov[0].iov_base = buf + l->first + dir->lead;
-			iov[0].iov_len = k->ops->slot0(k, dir->codec, pump_req_target(c, dir)) -
-					 dir->lead;
+			iov[0].iov_len =
+			    k->ops->slot0(k, dir->codec, pump_req_target(c, dir)) - dir->lead;
 			want = iov[0].iov_len + (size_t)(l->slots - 1) * l->payload;
 			n = readv(fd, iov, (int)l->slots);
 		} else if (dir->xf == SS_XF_DECODE) {
@@ -210,8 +210,11 @@ static int pump_fill(ss_conn_t *c, int d)
 	dir->drained = n > 0 && (size_t)n < want;
 
 	if (n < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			if (d == SS_OUT)
+				c->out_err = errno;
 			return SS_ERR;
+		}
 		if ((dir->lead || dir->hdr_pending) && !c->lead_wait)
 			return pump_emit(c, d, 0);
 		if (dir->xf == SS_XF_DECODE)
@@ -235,6 +238,11 @@ static int pump_fill(ss_conn_t *c, int d)
 		return SS_OK;
 	}
 	ss_conn_touch(c);
+	/* A client's server answered: its health hears of it once. */
+	if (d == SS_OUT && !c->answered && c->srv >= 0) {
+		c->answered = true;
+		ss_servers_answered(&c->inst->servers, c);
+	}
 	if (dir->xf != SS_XF_DECODE) {
 		dir->bytes += n;
 		return pump_emit(c, d, n);
@@ -250,7 +258,7 @@ static int pump_fill(ss_conn_t *c, int d)
 /* The stream failed to decode: the codec says why. */
 static void pump_fail(ss_conn_t *c, int d)
 {
-	ss_codec_t *k = &c->inst->codec;
+	ss_codec_t *k = c->k;
 	const char *why = k->ops->why(k, c->dir[d].codec);
 
 	/* A server never reacts to a bad client stream in a way that tells
@@ -371,6 +379,8 @@ void ss_pump(ss_conn_t *c, int d)
 				return;
 			}
 			if (r == SS_ERR) {
+				if (d == SS_IN)
+					c->out_err = errno;
 				ss_conn_close(c, d == SS_IN ? "writing to the outbound side failed"
 							    : "writing to the inbound side failed");
 				return;

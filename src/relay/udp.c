@@ -40,7 +40,7 @@ static void ss_udp_drop(ss_udp_relay_t *u, const struct sockaddr *from, const ch
 }
 
 static ssize_t ss_udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
-		    socklen_t *fromlen)
+			   socklen_t *fromlen)
 {
 	struct iovec iov = {buf, cap};
 	struct msghdr msg = {.msg_name = from,
@@ -61,8 +61,9 @@ static ssize_t ss_udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_sto
 	return n;
 }
 
-static void ss_udp_send(ss_udp_relay_t *u, int fd, const uint8_t *p, size_t len, const struct sockaddr *to,
-		 socklen_t tolen)
+/* Sends one datagram: 0, or the errno value of a failure (logged). */
+static int ss_udp_send(ss_udp_relay_t *u, int fd, const uint8_t *p, size_t len,
+		       const struct sockaddr *to, socklen_t tolen)
 {
 	ssize_t n;
 
@@ -70,10 +71,20 @@ static void ss_udp_send(ss_udp_relay_t *u, int fd, const uint8_t *p, size_t len,
 		n = sendto(fd, p, len, MSG_NOSIGNAL, to, to ? tolen : 0);
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
+		int err = errno;
 		char why[96];
-		snprintf(why, sizeof(why), "sending failed: %s", strerror(errno));
+		snprintf(why, sizeof(why), "sending failed: %s", strerror(err));
 		ss_udp_drop(u, to, why);
+		return err;
 	}
+	return 0;
+}
+
+/* An error a connected UDP socket reports after an ICMP message: nothing
+ * listens at the other end, or it cannot be reached. */
+static bool udp_icmp_error(int err)
+{
+	return err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH;
 }
 
 static socklen_t udp_salen(const struct sockaddr *sa)
@@ -82,6 +93,33 @@ static socklen_t udp_salen(const struct sockaddr *sa)
 }
 
 /* --- associations --- */
+
+static ss_udp_codec_t *udp_codec(ss_udp_relay_t *u, const ss_udp_assoc_t *a)
+{
+	return &u->codecs[a->server];
+}
+
+/* The association's codec state, in its slot's area for the class. */
+static void *udp_ast(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	return a->codec + u->inst->classes[udp_codec(u, a)->cls].udp_off;
+}
+
+/* Sets up (on the class's first use in the slot) and starts the state of
+ * the association's codec. 0 or -errno. */
+static int udp_assoc_codec(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	ss_udp_codec_t *x = udp_codec(u, a);
+
+	/* A state whose set-up failed half way is released with the slot. */
+	a->classes |= (uint16_t)(1u << x->cls);
+	if (ss_codec_udp_assoc_init(x->k, x->rst, udp_ast(u, a)) < 0)
+		return -ENOMEM;
+	/* A client sends with a session of its own from the start (where the
+	 * codec has sessions); a server's association takes the client's
+	 * (ss_codec_udp_adopt, by its caller). */
+	return u->client ? ss_codec_udp_assoc_start(x->k, x->rst, udp_ast(u, a)) : 0;
+}
 
 static void udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
@@ -95,7 +133,9 @@ static void udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	}
 	ev_io_stop(u->loop, &a->io);
 	close(a->io.fd);
-	ss_codec_udp_assoc_reset(u->k, u->codec, a->codec);
+	ss_codec_udp_assoc_reset(udp_codec(u, a)->k, udp_codec(u, a)->rst, udp_ast(u, a));
+	if (u->client)
+		ss_servers_release(&u->inst->servers, a->server, true);
 	ss_udp_table_unlink(&u->table, &a->entry);
 	ss_udp_table_put(&u->table, &a->entry);
 }
@@ -140,10 +180,12 @@ static int udp_assoc_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	int fd;
 
 	if (u->client) {
-		const ss_route_t *r = &inst->routes[a->server];
-		const struct sockaddr *srv = (const struct sockaddr *)&r->udp;
+		socklen_t len;
+		const struct sockaddr *srv = ss_servers_addr(&inst->servers.s[a->server], true, &len);
+		if (!len)
+			return -EHOSTUNREACH;
 		fd = ss_sock_udp_open(srv->sa_family, o);
-		if (fd >= 0 && connect(fd, srv, r->udp_len) < 0) {
+		if (fd >= 0 && connect(fd, srv, len) < 0) {
 			int e = errno;
 			close(fd);
 			return -e;
@@ -161,8 +203,9 @@ static int udp_assoc_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	return fd;
 }
 
-static ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, socklen_t klen,
-				 const struct sockaddr *client, socklen_t clen, uint8_t listener)
+static ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key,
+					socklen_t klen, const struct sockaddr *client,
+					socklen_t clen, uint8_t listener)
 {
 	ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(&u->table, key, klen);
 	ev_tstamp now = ev_now(u->loop);
@@ -180,30 +223,39 @@ static ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr
 		u->stats.assoc_evicted++;
 		udp_assoc_destroy(u, old);
 	}
-	a = (ss_udp_assoc_t *)ss_udp_table_add(&u->table, key, klen, now);
-	if (!a)
+	/* A client's association goes to a server picked as for a
+	 * connection (relay/health.h), spreading associations by their count. */
+	bool trial = false;
+	int srv = u->client ? ss_servers_pick(&u->inst->servers, 0, true, &trial) : 0;
+	if (srv < 0) {
+		ss_info("udp %s: no server has an address yet",
+			udp_peer(client, peer, sizeof(peer)));
 		return NULL;
+	}
+	a = (ss_udp_assoc_t *)ss_udp_table_add(&u->table, key, klen, now);
+	if (!a) {
+		if (u->client)
+			ss_servers_release(&u->inst->servers, srv, true);
+		return NULL;
+	}
 	a->relay = u;
 	memcpy(&a->peer, client, clen);
 	a->peer_len = clen;
 	a->listener = listener;
-	a->server = u->inst->n_servers > 1 ? (uint8_t)(random() % u->inst->n_servers) : 0;
+	a->server = (uint8_t)srv;
 	fd = udp_assoc_socket(u, a);
 	if (fd < 0) {
 		ss_warn("udp %s: cannot open a socket: %s", udp_peer(client, peer, sizeof(peer)),
 			strerror(-fd));
-		ss_udp_table_unlink(&u->table, &a->entry);
-		ss_udp_table_put(&u->table, &a->entry);
-		return NULL;
-	}
-	/* A client sends with a session of its own from the start (where the
-	 * codec has sessions); a server's association takes the client's
-	 * (ss_codec_udp_adopt, by its caller). */
-	if (ss_codec_udp_assoc_init(u->k, u->codec, a->codec) < 0 ||
-	    (u->client && ss_codec_udp_assoc_start(u->k, u->codec, a->codec) < 0)) {
+	} else if (udp_assoc_codec(u, a) < 0) {
 		ss_warn("udp %s: cannot set up the session cipher state",
 			udp_peer(client, peer, sizeof(peer)));
 		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		if (u->client)
+			ss_servers_release(&u->inst->servers, srv, true);
 		ss_udp_table_unlink(&u->table, &a->entry);
 		ss_udp_table_put(&u->table, &a->entry);
 		return NULL;
@@ -212,7 +264,12 @@ static ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr
 	a->io.data = a;
 	ev_io_start(u->loop, &a->io);
 	u->stats.assoc_created++;
-	ss_debug("udp %s: new association", udp_peer(client, peer, sizeof(peer)));
+	if (u->client)
+		ss_info("udp %s: new association, server %s%s",
+			udp_peer(client, peer, sizeof(peer)), u->inst->servers.s[srv].name,
+			trial ? " (trying it again after its backoff)" : "");
+	else
+		ss_debug("udp %s: new association", udp_peer(client, peer, sizeof(peer)));
 
 	if (!ev_is_active(&u->expiry))
 		udp_arm_expiry(u);
@@ -318,9 +375,70 @@ int ss_udp_bound_addr(ss_udp_relay_t *u, ss_conn_t *c, struct sockaddr_storage *
 
 /* Where a datagram from the other relay lands, so that it opens in place
  * with its plaintext at UDP_HEAD. */
-static uint8_t *udp_wire(ss_udp_relay_t *u)
+static uint8_t *udp_wire(ss_udp_relay_t *u, const ss_udp_codec_t *x)
 {
-	return u->buf + UDP_HEAD - u->k->udp_rx_lead;
+	return u->buf + UDP_HEAD - x->k->udp_rx_lead;
+}
+
+/* Points the association's socket at its server's address (a new one, or
+ * another server's): a socket of its own, from a new source port. 0 or
+ * -errno, the association keeping its old socket then. */
+static int udp_assoc_reconnect(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	int fd = udp_assoc_socket(u, a);
+
+	if (fd < 0)
+		return fd;
+	ev_io_stop(u->loop, &a->io);
+	close(a->io.fd);
+	ev_io_set(&a->io, fd, EV_READ);
+	ev_io_start(u->loop, &a->io);
+	return 0;
+}
+
+void ss_udp_server_moved(ss_udp_relay_t *u, int i)
+{
+	for (ss_udp_entry_t *e = u->table.head; e; e = e->next) {
+		ss_udp_assoc_t *a = (ss_udp_assoc_t *)e;
+		if (a->server == i)
+			udp_assoc_reconnect(u, a);
+	}
+}
+
+/* Clients: the association's server sent back an ICMP error (nothing
+ * listens there, or it cannot be reached): the server's health hears of
+ * it, and the association goes on with another server when there is one,
+ * with a session of its own there. */
+static void udp_assoc_failover(ss_udp_relay_t *u, ss_udp_assoc_t *a, int err)
+{
+	ss_servers_t *set = &u->inst->servers;
+	ss_udp_codec_t *old = udp_codec(u, a);
+	int from = a->server, to;
+	bool trial;
+	char peer[SS_ADDR_STRLEN];
+
+	ss_servers_udp_failed(set, from, err);
+	to = ss_servers_pick(set, 1u << from, true, &trial);
+	if (to < 0)
+		return;
+	a->server = (uint8_t)to;
+	if (udp_assoc_reconnect(u, a) < 0) {
+		ss_servers_release(set, to, true);
+		a->server = (uint8_t)from;
+		return;
+	}
+	a->server = (uint8_t)from;
+	ss_codec_udp_assoc_reset(old->k, old->rst, udp_ast(u, a));
+	ss_servers_release(set, from, true);
+	a->server = (uint8_t)to;
+	if (udp_assoc_codec(u, a) < 0) {
+		/* No state to seal with: the association ends. */
+		udp_assoc_destroy(u, a);
+		return;
+	}
+	ss_info("udp %s: server %s failed (%s); the association goes on with server %s",
+		udp_peer((struct sockaddr *)&a->peer, peer, sizeof(peer)), set->s[from].name,
+		strerror(err), set->s[to].name);
 }
 
 static uint64_t udp_now(ss_udp_relay_t *u)
@@ -405,13 +523,16 @@ static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	}
 	if (a->control)
 		ss_conn_touch(a->control);
-	w = u->k->ops->udp_seal(u->k, u->codec, a->codec, u->buf, SS_UDP_BUF_SIZE, at, addr_len,
+	ss_udp_codec_t *x = udp_codec(u, a);
+	w = x->k->ops->udp_seal(x->k, x->rst, udp_ast(u, a), u->buf, SS_UDP_BUF_SIZE, at, addr_len,
 				dlen, udp_now(u), &out);
 	if (w < 0) {
 		ss_udp_drop(u, (struct sockaddr *)&from, "sealing failed");
 		return true;
 	}
-	ss_udp_send(u, a->io.fd, out, (size_t)w, NULL, 0);
+	int err = ss_udp_send(u, a->io.fd, out, (size_t)w, NULL, 0);
+	if (udp_icmp_error(err))
+		udp_assoc_failover(u, a, err);
 	return true;
 }
 
@@ -419,7 +540,8 @@ static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 static bool udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
 	const struct sockaddr *client = (struct sockaddr *)&a->peer;
-	uint8_t *wire = udp_wire(u);
+	ss_udp_codec_t *x = udp_codec(u, a);
+	uint8_t *wire = udp_wire(u, x);
 	ss_codec_pkt_t p;
 	const char *why;
 	ssize_t n;
@@ -430,11 +552,16 @@ static bool udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	if (n < 0) {
 		if (n == -EMSGSIZE)
 			ss_udp_drop(u, client, "answer too large");
-		/* a datagram too large was still taken; ICMP errors from the
-		 * server's side tell nothing */
+		/* An ICMP error: the server is not there. */
+		if (udp_icmp_error((int)-n)) {
+			udp_assoc_failover(u, a, (int)-n);
+			return false;
+		}
+		/* a datagram too large was still taken */
 		return n == -EMSGSIZE;
 	}
-	why = u->k->ops->udp_open_answer(u->k, u->codec, a->codec, wire, (size_t)n, udp_now(u), &p);
+	why = x->k->ops->udp_open_answer(x->k, x->rst, udp_ast(u, a), wire, (size_t)n, udp_now(u),
+					 &p);
 	if (why) {
 		char text[128];
 		snprintf(text, sizeof(text), "answer from the server refused: %s", why);
@@ -442,6 +569,7 @@ static bool udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 		return true;
 	}
 	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
+	ss_servers_udp_answered(&u->inst->servers, a->server);
 	if (a->control)
 		ss_conn_touch(a->control);
 	u->stats.datagrams_out++;
@@ -569,7 +697,7 @@ static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss
 }
 
 static void ss_udp_to_target(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *target,
-		      const uint8_t *data, size_t len)
+			     const uint8_t *data, size_t len)
 {
 	struct sockaddr_storage to;
 	socklen_t tolen;
@@ -594,11 +722,11 @@ static ss_udp_assoc_t *udp_server_assoc(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 
 	if (!a)
 		return NULL;
-	if (ss_codec_udp_adopt(u->k, u->codec, a->codec, d) < 0) {
+	if (ss_codec_udp_adopt(u->codecs[0].k, u->codecs[0].rst, udp_ast(u, a), d) < 0) {
 		udp_assoc_destroy(u, a);
 		return NULL;
 	}
-	if ((user = ss_codec_udp_user(u->k, d))) {
+	if ((user = ss_codec_udp_user(u->codecs[0].k, d))) {
 		char peer[SS_ADDR_STRLEN];
 		ss_info("udp %s: user %s: new session",
 			udp_peer((const struct sockaddr *)client, peer, sizeof(peer)), user);
@@ -612,8 +740,9 @@ static bool udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	struct ss_instance *inst = u->inst;
 	struct sockaddr_storage from;
 	socklen_t fromlen = 0;
-	uint8_t *wire = udp_wire(u);
-	ss_codec_t *k = u->k;
+	ss_udp_codec_t *x = &u->codecs[0];
+	uint8_t *wire = udp_wire(u, x);
+	ss_codec_t *k = x->k;
 	ss_codec_dgram_t d;
 	ss_codec_pkt_t p;
 	const char *why;
@@ -629,13 +758,13 @@ static bool udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	}
 	/* The codec opens it as far as telling its association (the client's
 	 * address, or its session), then the rest against that association. */
-	why = k->ops->udp_open_request(k, u->codec, wire, (size_t)n, udp_now(u),
+	why = k->ops->udp_open_request(k, x->rst, wire, (size_t)n, udp_now(u),
 				       (struct sockaddr *)&from, fromlen, &d);
 	ss_udp_assoc_t *a = why ? NULL
 				: (ss_udp_assoc_t *)ss_udp_table_find(
 				      &u->table, (struct sockaddr *)&d.key, d.key_len);
 	if (!why)
-		why = k->ops->udp_accept(k, u->codec, a ? a->codec : NULL, &d, udp_now(u), &p);
+		why = k->ops->udp_accept(k, x->rst, a ? udp_ast(u, a) : NULL, &d, udp_now(u), &p);
 	if (!why && inst->cfg->mtu && p.payload_len > (size_t)inst->cfg->mtu)
 		why = "larger than --mtu";
 	if (why) {
@@ -689,7 +818,8 @@ static bool udp_server_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	uint8_t hdr[SS_ADDR_MAX_ENCODED];
 	size_t hlen = ss_addr_encode(&src, hdr, sizeof(hdr));
 	memcpy(data - hlen, hdr, hlen);
-	w = u->k->ops->udp_seal(u->k, u->codec, a->codec, u->buf, SS_UDP_BUF_SIZE, data - hlen,
+	ss_udp_codec_t *x = udp_codec(u, a);
+	w = x->k->ops->udp_seal(x->k, x->rst, udp_ast(u, a), u->buf, SS_UDP_BUF_SIZE, data - hlen,
 				hlen, (size_t)n, udp_now(u), &out);
 	if (w < 0) {
 		ss_udp_drop(u, (struct sockaddr *)&a->peer, "sealing failed");
@@ -737,16 +867,47 @@ static void udp_outbound_cb(struct ev_loop *loop, ev_io *w, int revents)
 /* Releases what ss_udp_init made, in any state it leaves on failure. */
 static void udp_release(ss_udp_relay_t *u)
 {
-	if (u->codec) {
-		ss_codec_udp_free(u->k, u->codec);
-		free(u->codec);
-		u->codec = NULL;
+	for (size_t i = 0; i < u->n_codecs; i++) {
+		ss_udp_codec_t *x = &u->codecs[i];
+		if (x->rst) {
+			ss_codec_udp_free(x->k, x->rst);
+			free(x->rst);
+			x->rst = NULL;
+		}
 	}
+	u->n_codecs = 0;
 	if (u->buf) {
 		munmap(u->buf, SS_UDP_BUF_SIZE * (1 + SS_UDP_DNS_SLOTS));
 		u->buf = NULL;
 	}
 	ss_udp_table_free(&u->table);
+}
+
+/* Once, at start-up: the relay's state of each codec (ss-server's, or each
+ * server's of a client): keys and cipher states for datagrams. */
+static int udp_codecs_init(ss_udp_relay_t *u, char *err, size_t errlen)
+{
+	struct ss_instance *inst = u->inst;
+	size_t n = u->client ? inst->servers.n : 1;
+
+	for (size_t i = 0; i < n; i++) {
+		ss_udp_codec_t *x = &u->codecs[i];
+		int rc;
+
+		x->k = u->client ? &inst->servers.s[i].codec : &inst->codec;
+		x->cls = u->client ? inst->servers.s[i].cls : 0;
+		x->rst = calloc(1, x->k->ops->udp_relay_size ? x->k->ops->udp_relay_size : 1);
+		rc = x->rst ? ss_codec_udp_init(x->k, x->rst) : -ENOMEM;
+		if (rc < 0) {
+			free(x->rst);
+			x->rst = NULL;
+			snprintf(err, errlen, "cannot set up the UDP cipher state: %s",
+				 strerror(-rc));
+			return rc;
+		}
+		u->n_codecs = i + 1;
+	}
+	return 0;
 }
 
 int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, char *err,
@@ -759,12 +920,11 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, c
 	memset(u, 0, sizeof(*u));
 	u->inst = inst;
 	u->loop = inst->loop;
-	u->k = &inst->codec;
 	u->client = cfg->prog != SS_PROG_SERVER;
 	u->socks5 = cfg->prog == SS_PROG_LOCAL;
 	u->timeout = cfg->udp_timeout > 0 ? cfg->udp_timeout : 60;
-	rc = ss_udp_table_init(&u->table, sizeof(ss_udp_assoc_t) + u->k->ops->udp_assoc_size,
-			       offsetof(ss_udp_assoc_t, codec), max);
+	rc = ss_udp_table_init(&u->table, sizeof(ss_udp_assoc_t) + inst->udp_states,
+			       offsetof(ss_udp_assoc_t, classes), max);
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot reserve %zu UDP associations", max);
 		return rc;
@@ -778,16 +938,8 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, c
 		return -ENOMEM;
 	}
 	u->pending_area = u->buf + SS_UDP_BUF_SIZE;
-	/* Once, at start-up: the codec's keys and cipher states for datagrams. */
-	u->codec = calloc(1, u->k->ops->udp_relay_size ? u->k->ops->udp_relay_size : 1);
-	rc = u->codec ? ss_codec_udp_init(u->k, u->codec) : -ENOMEM;
-	if (rc < 0) {
-		if (u->codec) {
-			free(u->codec);
-			u->codec = NULL;
-		}
+	if ((rc = udp_codecs_init(u, err, errlen)) < 0) {
 		udp_release(u);
-		snprintf(err, errlen, "cannot set up the UDP cipher state: %s", strerror(-rc));
 		return rc;
 	}
 	ev_init(&u->expiry, udp_expiry_cb);
@@ -837,10 +989,18 @@ void ss_udp_free(ss_udp_relay_t *u)
 		close(u->listeners[i].io.fd);
 	}
 	ev_timer_stop(u->loop, &u->expiry);
-	/* What the slots kept across associations. */
+	/* What the slots kept across associations: each class's state, freed
+	 * through a codec of that class. */
 	for (size_t i = 0; i < u->table.pool.fresh; i++) {
-		ss_udp_assoc_t *x = ss_pool_at(&u->table.pool, i);
-		ss_codec_udp_assoc_free(u->k, u->codec, x->codec);
+		ss_udp_assoc_t *a = ss_pool_at(&u->table.pool, i);
+		for (size_t j = 0; j < u->n_codecs; j++) {
+			ss_udp_codec_t *x = &u->codecs[j];
+			if (!(a->classes >> x->cls & 1))
+				continue;
+			a->classes &= (uint16_t) ~(1u << x->cls);
+			ss_codec_udp_assoc_free(x->k, x->rst,
+						a->codec + u->inst->classes[x->cls].udp_off);
+		}
 	}
 	udp_release(u);
 	u->ready = false;

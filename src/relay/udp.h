@@ -32,16 +32,26 @@ typedef struct ss_udp_assoc {
 	struct ss_udp_relay *relay;
 	ev_io io;                /* the outbound socket */
 	uint8_t listener;        /* which listening socket the client talks to */
-	uint8_t server;          /* clients: the server this association uses */
+	uint8_t server;          /* its codec in the relay: clients, the server it uses */
 	uint8_t family;          /* of the outbound socket */
 	struct ss_conn *control; /* ss-local: the SOCKS5 connection it belongs to */
 	/* Where answers go: the address the last valid datagram came from. */
 	struct sockaddr_storage peer;
 	socklen_t peer_len;
-	/* The codec's state of this association (ops->udp_assoc_size bytes),
-	 * kept with the table slot across associations (keep_from). */
+	/* Kept with the table slot across associations (keep_from): the codec
+	 * classes (struct ss_instance classes) whose state the slot has set
+	 * up, and those states, one per class (ops->udp_assoc_size bytes). */
+	uint16_t classes;
 	_Alignas(64) unsigned char codec[];
 } ss_udp_assoc_t;
+
+/* A codec the relay seals and opens with: ss-server's, or each server's of
+ * a client, with the relay's state for it. */
+typedef struct ss_udp_codec {
+	ss_codec_t *k;
+	void *rst;   /* ops->udp_relay_size bytes, set up at start-up */
+	uint8_t cls; /* the class of k's states */
+} ss_udp_codec_t;
 
 typedef struct ss_udp_listener {
 	ev_io io;
@@ -88,8 +98,8 @@ typedef struct ss_udp_relay {
 	ev_tstamp timeout;
 	uint8_t *buf;
 	uint8_t *pending_area; /* SS_UDP_DNS_SLOTS datagrams, touched only when used */
-	ss_codec_t *k;         /* the instance's codec */
-	void *codec;           /* its state for this relay (ops->udp_relay_size bytes) */
+	ss_udp_codec_t codecs[SS_MAX_SERVERS];
+	size_t n_codecs;
 	ss_udp_dns_t dns[SS_UDP_DNS_SLOTS];
 	struct ss_conn *controls; /* ss-local: UDP ASSOCIATE connections not yet matched */
 	ss_udp_stats_t stats;
@@ -111,6 +121,9 @@ void ss_udp_free(ss_udp_relay_t *u);
  * it. */
 void ss_udp_control_add(ss_udp_relay_t *u, struct ss_conn *c);
 void ss_udp_control_closed(ss_udp_relay_t *u, struct ss_conn *c);
+/* Clients: server i has a new address; its associations send there from
+ * now on. */
+void ss_udp_server_moved(ss_udp_relay_t *u, int i);
 /* The address the relay listens on, as the client of c can reach it. */
 int ss_udp_bound_addr(ss_udp_relay_t *u, struct ss_conn *c, struct sockaddr_storage *out);
 

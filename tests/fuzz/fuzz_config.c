@@ -1,8 +1,9 @@
 /* libFuzzer target: the JSON configuration (ss_config_parse_json), raw.
  * The first byte picks the program (ss-local, ss-server, ss-tunnel, by its
  * value modulo 3); the rest is the file's text. Whatever it holds, the
- * parser returns 0 or -EINVAL with a one-line message, and the
- * configuration is cleared without leaks. */
+ * parser returns 0 or -EINVAL with a one-line message, every server entry
+ * it made has a host, and the configuration is cleared without leaks or a
+ * secret left behind (server entries and ss:// URLs included). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,9 +31,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc != 0)
 		FZ_CHECK(err[0] != '\0');
 	FZ_CHECK(cfg.n_servers <= SS_MAX_SERVERS);
+	for (size_t i = 0; rc == 0 && i < cfg.n_servers; i++)
+		FZ_CHECK(cfg.servers[i].host[0] != '\0' &&
+			 memchr(cfg.servers[i].tag, '\0', sizeof(cfg.servers[i].tag)));
 	ss_config_clear(&cfg);
 	FZ_CHECK(cfg.users == NULL &&
 		 fz_all_zero((const uint8_t *)cfg.password, sizeof(cfg.password)));
+	/* Every server entry's secret goes too, URLs' included. */
+	for (size_t i = 0; i < SS_MAX_SERVERS; i++)
+		FZ_CHECK(fz_all_zero((const uint8_t *)cfg.servers[i].password,
+				     sizeof(cfg.servers[i].password)) &&
+			 fz_all_zero((const uint8_t *)cfg.servers[i].key_b64,
+				     sizeof(cfg.servers[i].key_b64)));
 	free(text);
 	return 0;
 }

@@ -145,11 +145,29 @@ static void config(void)
 	    " \"key\": \"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\", \"method\": "
 	    "\"chacha20-ietf-poly1305\",\n \"tunnel_address\": \"1.1.1.1:53\", \"mode\": "
 	    "\"udp_only\"}\n";
+	/* Several servers: objects with their own method, key, plugin and
+	 * tag, ss:// URLs in "server" and "server_url". */
+	static const char servers[] =
+	    "{\"local_port\": 1080, \"password\": \"top\", \"server_port\": 8388,\n"
+	    " \"server\": [\"h0.example\", \"ss://YWVzLTI1Ni1nY206cGFzcw@192.0.2.7:8388/"
+	    "?plugin=obfs-local%3Bobfs%3Dhttp#seven\"],\n"
+	    " \"servers\": [{\"server\": \"a.example\", \"server_port\": 9001, \"method\": "
+	    "\"aes-128-gcm\",\n   \"password\": \"pa\", \"remarks\": \"a\", \"plugin\": "
+	    "\"v2ray-plugin\", \"plugin_opts\": \"tls\", \"plugin_mode\": \"tcp_only\"},\n"
+	    "  {\"address\": \"[2001:db8::2]:9002\", \"port\": 9003, \"tag\": \"b\", "
+	    "\"method\": \"2022-blake3-aes-128-gcm\",\n   \"key\": "
+	    "\"AAECAwQFBgcICQoLDA0ODw==:EBESExQVFhcYGRobHB0eHw==\"},\n"
+	    "  {\"server\": \"off.example\", \"disabled\": true}, \"192.0.2.9:9\"],\n"
+	    " \"server_url\": [\"ss://2022-blake3-aes-128-gcm:AAECAwQFBgcICQoLDA0ODw%3D%3D@"
+	    "[2001:db8::9]:443\"]}\n";
 	seed_t s;
 
 	s = (seed_t){{0}, 1};
 	add(&s, local, sizeof(local) - 1);
 	put("fuzz_config", "local", s.b, s.n);
+	s = (seed_t){{2}, 1};
+	add(&s, servers, sizeof(servers) - 1);
+	put("fuzz_config", "servers", s.b, s.n);
 	s = (seed_t){{1}, 1};
 	add(&s, server, sizeof(server) - 1);
 	put("fuzz_config", "server", s.b, s.n);
@@ -175,6 +193,12 @@ static void config(void)
 	put("fuzz_config_cli", "tunnel", cli_tunnel, sizeof(cli_tunnel) - 1);
 	put("fuzz_config_cli", "default_file", cli_none, sizeof(cli_none) - 1);
 	put("fuzz_config_cli", "help", "\0-h", 3);
+	static const char cli_urls[] =
+	    "\0--server-url\0ss://YWVzLTI1Ni1nY206cGFzcw@192.0.2.7:8388/#a\0--server-url\0"
+	    "ss://2022-blake3-aes-128-gcm:AAECAwQFBgcICQoLDA0ODw%3D%3D@[::1]:1\0-l\01080";
+	static const char cli_print_url[] = "\1-s\0192.0.2.1\0-p\08388\0-k\0pw\0--print-url";
+	put("fuzz_config_cli", "server_urls", cli_urls, sizeof(cli_urls) - 1);
+	put("fuzz_config_cli", "print_url", cli_print_url, sizeof(cli_print_url) - 1);
 	/* What found a message quoting an argument across two lines. */
 	put("fuzz_config_cli", "regress_newline", "`\n", 2);
 }

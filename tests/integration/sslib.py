@@ -766,12 +766,17 @@ CMD_CONNECT, CMD_BIND, CMD_UDP_ASSOCIATE = 1, 2, 3
 
 
 class DnsResponder:
-    """Answers every A query with 127.0.0.1 and every other with no record,
-    on a loopback UDP port (TTL 0, so nothing is cached between lookups),
-    each answer after `delay` seconds."""
+    """Answers every A query with 127.0.0.1 (or, for a name in the dict
+    `answers`, the IPv4 address it maps to, which a test may change while
+    it runs) and every other with no record, on a loopback UDP port, with
+    TTL `ttl` (0: nothing is cached between lookups), each answer after
+    `delay` seconds. names: every name asked for, in order."""
 
-    def __init__(self, delay=0.0):
+    def __init__(self, delay=0.0, answers=None, ttl=0):
         self.delay = delay
+        self.answers = dict(answers or {})
+        self.ttl = ttl
+        self.names = []
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((LOOPBACK4, 0))
         self.sock.settimeout(0.2)
@@ -796,10 +801,17 @@ class DnsResponder:
                 end += q[end] + 1
             question = q[12:end + 5]
             qtype = struct.unpack("!H", q[end + 1:end + 3])[0] if end + 3 <= len(q) else 0
+            labels, i = [], 12
+            while i < end:
+                labels.append(q[i + 1:i + 1 + q[i]].decode("ascii", "replace"))
+                i += q[i] + 1
+            name = ".".join(labels).lower()
+            self.names.append(name)
             self.queries += 1
             answers = b""
             if qtype == 1:
-                answers = struct.pack("!HHHIH4s", 0xC00C, 1, 1, 0, 4, bytes([127, 0, 0, 1]))
+                ip = socket.inet_aton(self.answers.get(name, "127.0.0.1"))
+                answers = struct.pack("!HHHIH4s", 0xC00C, 1, 1, self.ttl, 4, ip)
             head = q[:2] + struct.pack("!HHHHH", 0x8180, 1, 1 if answers else 0, 0, 0)
             if self.delay:
                 threading.Timer(self.delay, self._answer, (head + question + answers,

@@ -14,6 +14,7 @@
 
 #include "config/config.h"
 #include "crypto/method.h"
+#include "proto/url.h"
 #include "testutil.h"
 
 /* Base64 of the 16 bytes 1..16, 17..32 and 33..48. */
@@ -586,7 +587,7 @@ static void test_cli_errors(void **state)
 	}
 	assert_int_equal(ss_config_parse(&cfg, SS_PROG_LOCAL, argc, argv, NULL, err, sizeof(err)),
 			 SS_CONFIG_ERROR);
-	assert_non_null(strstr(err, "too many -s (at most 16)"));
+	assert_non_null(strstr(err, "too many servers (at most 16) at -s/server"));
 
 	/* Method errors are the lookup's own line. */
 	ss_method_lookup("rc4-md5", &m, expect, sizeof(expect));
@@ -864,7 +865,7 @@ static void test_json_errors(void **state)
 	expect_json_error(SS_PROG_LOCAL,
 			  "{\"server\": [\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\","
 			  "\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"]}",
-			  "too many addresses in \"server\" (at most 16)");
+			  "too many servers (at most 16) at -s/server");
 	expect_json_error(SS_PROG_LOCAL, "{\"fast_open\": \"yes\"}",
 			  "\"fast_open\" must be true or false, not \"yes\"");
 	expect_json_error(SS_PROG_LOCAL, "{\"mode\": \"tcp\"}",
@@ -1130,6 +1131,213 @@ static void test_clear(void **state)
 	assert_string_equal(cfg.password, "");
 }
 
+/* Server entries: "servers" objects, ss:// URLs, each with its own method,
+ * key and plugin or the top-level ones. */
+
+static void expect_entry_key(size_t i, const char *method, const char *password)
+{
+	const ss_method_t *m;
+	uint8_t want[SS_MAX_KEY_LEN] = {0};
+	char e[256];
+
+	assert_int_equal(ss_method_lookup(method, &m, e, sizeof(e)), 0);
+	assert_ptr_equal(cfg.servers[i].method, m);
+	ss_key_from_password(m, password, want);
+	assert_memory_equal(cfg.servers[i].key, want, m->key_len);
+	assert_string_equal(cfg.servers[i].password, "");
+	assert_string_equal(cfg.servers[i].key_b64, "");
+}
+
+static void test_servers_objects(void **state)
+{
+	(void)state;
+	const char *path = write_file(
+	    "objs.json",
+	    "{\"local_port\": 1080, \"server_port\": 8388, \"method\": \"aes-128-gcm\","
+	    " \"password\": \"top\", \"plugin\": \"obfs-local\", \"plugin_opts\": \"obfs=http\","
+	    " \"servers\": ["
+	    "  {\"server\": \"a.example\", \"server_port\": 9001, \"method\": \"aes-256-gcm\","
+	    "   \"password\": \"pa\", \"remarks\": \"first\", \"plugin\": \"v2ray-plugin\","
+	    "   \"plugin_opts\": \"tls;host=a.example\", \"plugin_mode\": \"tcp_and_udp\"},"
+	    "  {\"address\": \"192.0.2.2\", \"port\": \"9002\", \"tag\": \"second\"},"
+	    "  {\"server\": \"off.example\", \"disabled\": true},"
+	    "  {\"server\": \"[2001:db8::3]:9003\", \"method\": \"2022-blake3-aes-128-gcm\","
+	    "   \"key\": \"" K16_1 ":" K16_2 "\", \"plugin\": \"\"},"
+	    "  \"192.0.2.4:9004\""
+	    " ]}");
+
+	expect_run(SS_PROG_LOCAL, "-c", path, NULL);
+	assert_int_equal(cfg.n_servers, 4);
+	assert_string_equal(cfg.servers[0].host, "a.example");
+	assert_int_equal(cfg.servers[0].port, 9001);
+	assert_string_equal(cfg.servers[0].tag, "first");
+	assert_string_equal(cfg.servers[0].plugin, "v2ray-plugin");
+	assert_string_equal(cfg.servers[0].plugin_opts, "tls;host=a.example");
+	assert_int_equal(cfg.servers[0].plugin_mode, SS_MODE_TCP_AND_UDP);
+	assert_true(cfg.servers[0].plugin_tcp);
+	assert_false(cfg.servers[0].plugin_udp); /* mode tcp_only: no UDP to carry */
+	expect_entry_key(0, "aes-256-gcm", "pa");
+	/* The older names, and the top-level method, password and plugin. */
+	assert_string_equal(cfg.servers[1].host, "192.0.2.2");
+	assert_int_equal(cfg.servers[1].port, 9002);
+	assert_string_equal(cfg.servers[1].tag, "second");
+	assert_string_equal(cfg.servers[1].plugin, "obfs-local");
+	assert_string_equal(cfg.servers[1].plugin_opts, "obfs=http");
+	expect_entry_key(1, "aes-128-gcm", "top");
+	/* A disabled entry is left out; an empty plugin is none. */
+	assert_string_equal(cfg.servers[2].host, "2001:db8::3");
+	assert_int_equal(cfg.servers[2].port, 9003);
+	assert_string_equal(cfg.servers[2].method->name, "2022-blake3-aes-128-gcm");
+	assert_int_equal(cfg.servers[2].psks.n, 2);
+	assert_string_equal(cfg.servers[2].plugin, "");
+	/* A string entry reads as a "server" one. */
+	assert_string_equal(cfg.servers[3].host, "192.0.2.4");
+	assert_int_equal(cfg.servers[3].port, 9004);
+	expect_entry_key(3, "aes-128-gcm", "top");
+	expect_key_from_password("aes-128-gcm", "top");
+
+	/* Every server with its own password: none needed at the top. */
+	path = write_file("own.json",
+			  "{\"local_port\": 1080, \"servers\": ["
+			  " {\"server\": \"h1\", \"server_port\": 1, \"password\": \"p1\"},"
+			  " {\"server\": \"h2:2\", \"password\": \"p2\"}]}");
+	expect_run(SS_PROG_TUNNEL, "-c", path, "-L", "192.0.2.9:53", NULL);
+	expect_entry_key(0, SS_DEFAULT_METHOD, "p1");
+	expect_entry_key(1, SS_DEFAULT_METHOD, "p2");
+	/* The command line's password is for the servers without their own. */
+	expect_run(SS_PROG_LOCAL, "-c", path, "-k", "cli", NULL);
+	expect_entry_key(0, SS_DEFAULT_METHOD, "p1");
+}
+
+static void test_server_urls(void **state)
+{
+	(void)state;
+	char url1[1024], url2[1024], url3[1024], text[4096];
+	ss_url_t u = {.method = "aes-256-gcm",
+		      .password = "p@ss:word",
+		      .host = "192.0.2.1",
+		      .port = 8388,
+		      .tag = "one",
+		      .plugin = "obfs-local",
+		      .plugin_opts = "obfs=tls"};
+
+	assert_true(ss_url_format(&u, url1, sizeof(url1)) > 0);
+	u = (ss_url_t){.method = "2022-blake3-aes-128-gcm",
+		       .password = K16_1 ":" K16_2,
+		       .host = "2001:db8::2",
+		       .port = 8389};
+	assert_true(ss_url_format(&u, url2, sizeof(url2)) > 0);
+	u = (ss_url_t){
+	    .method = "chacha20-ietf-poly1305", .password = "p3", .host = "h3.example", .port = 3};
+	assert_true(ss_url_format(&u, url3, sizeof(url3)) > 0);
+
+	expect_run(SS_PROG_LOCAL, "--server-url", url1, "--server-url", url2, "-l", "1080",
+		   "--plugin", "top-plugin", NULL);
+	assert_int_equal(cfg.n_servers, 2);
+	assert_string_equal(cfg.servers[0].host, "192.0.2.1");
+	assert_int_equal(cfg.servers[0].port, 8388);
+	assert_string_equal(cfg.servers[0].tag, "one");
+	assert_string_equal(cfg.servers[0].plugin, "obfs-local");
+	assert_string_equal(cfg.servers[0].plugin_opts, "obfs=tls");
+	expect_entry_key(0, "aes-256-gcm", "p@ss:word");
+	assert_string_equal(cfg.servers[1].host, "2001:db8::2");
+	assert_string_equal(cfg.servers[1].method->name, "2022-blake3-aes-128-gcm");
+	assert_int_equal(cfg.servers[1].psks.n, 2);
+	/* A URL says everything: no plugin is no plugin. */
+	assert_string_equal(cfg.servers[1].plugin, "");
+
+	/* In a file: "server_url" alone or a list, and URLs among "server". */
+	snprintf(text, sizeof(text), "{\"local_port\": 1, \"server_url\": \"%s\"}", url3);
+	expect_run(SS_PROG_LOCAL, "-c", write_file("u1.json", text), NULL);
+	assert_int_equal(cfg.n_servers, 1);
+	expect_entry_key(0, "chacha20-ietf-poly1305", "p3");
+	snprintf(text, sizeof(text),
+		 "{\"local_port\": 1, \"server\": [\"%s\", \"h0:5\"], \"password\": \"top\","
+		 " \"servers\": [{\"server\": \"h9:9\"}], \"server_url\": [\"%s\", \"%s\"]}",
+		 url1, url2, url3);
+	expect_run(SS_PROG_LOCAL, "-c", write_file("u2.json", text), NULL);
+	assert_int_equal(cfg.n_servers, 5);
+	expect_entry_key(0, "aes-256-gcm", "p@ss:word");
+	expect_entry_key(1, SS_DEFAULT_METHOD, "top");
+	assert_string_equal(cfg.servers[2].host, "h9");
+	assert_string_equal(cfg.servers[3].host, "2001:db8::2");
+	expect_entry_key(4, "chacha20-ietf-poly1305", "p3");
+	/* The command line's servers replace the file's. */
+	expect_run(SS_PROG_LOCAL, "-c", write_file("u3.json", text), "--server-url", url3, NULL);
+	assert_int_equal(cfg.n_servers, 1);
+	assert_string_equal(cfg.servers[0].host, "h3.example");
+}
+
+static void test_server_entry_errors(void **state)
+{
+	(void)state;
+	char url[1024];
+	ss_url_t u = {.method = "aes-256-gcm", .password = "SeCrEt", .host = "h", .port = 1};
+
+	/* A bad URL is named with the part that is wrong, never the password. */
+	expect_error("--server-url: ss:// URL: the port 'x' is not a number", SS_PROG_LOCAL,
+		     "--server-url", "ss://YWVzLTI1Ni1nY206U2VDckV0@h:x", "-l", "1", NULL);
+	expect_error("--server-url: ss:// URL: it does not start with ss://", SS_PROG_LOCAL,
+		     "--server-url", "h:1", "-l", "1", NULL);
+	expect_error("-s/server: ss:// URL: no userinfo@ before the host", SS_PROG_LOCAL, "-s",
+		     "ss://h:1", "-l", "1", NULL);
+	u.method[0] = 'x';
+	assert_true(ss_url_format(&u, url, sizeof(url)) > 0);
+	expect_error("--server-url: ss:// URL: the method: unknown method 'xes-256-gcm'",
+		     SS_PROG_LOCAL, "--server-url", url, "-l", "1", NULL);
+	assert_null(strstr(err, "SeCrEt"));
+	expect_error("\"server_url\"[1]: ss:// URL: the host", SS_PROG_LOCAL, "-c",
+		     write_file("bu.json", "{\"local_port\": 1, \"server_url\": [\"ss://"
+					   "YWVzLTI1Ni1nY206U2VDckV0@h:1\", \"ss://"
+					   "YWVzLTI1Ni1nY206U2VDckV0@:1\"]}"),
+		     NULL);
+	assert_null(strstr(err, "SeCrEt"));
+
+	/* ss-server listens with one method. */
+	expect_error("--server-url is for ss-local and ss-tunnel", SS_PROG_SERVER, "--server-url",
+		     "ss://x", NULL);
+	expect_error("\"servers\" is for ss-local and ss-tunnel", SS_PROG_SERVER, "-c",
+		     write_file("bs.json", "{\"servers\": [], \"password\": \"p\"}"), NULL);
+	expect_error("-s/server: ss-server listens on addresses", SS_PROG_SERVER, "-s",
+		     "ss://YWVzLTI1Ni1nY206cA@h:1", "-k", "p", "-p", "1", NULL);
+	expect_error("--print-url is for ss-server", SS_PROG_LOCAL, "--print-url", NULL);
+
+	/* An entry without what it needs is named. */
+	expect_error("server 2 (\"servers\"[1], \"b\"): missing password (-k) or key (--key)",
+		     SS_PROG_LOCAL, "-c",
+		     write_file("np.json", "{\"local_port\": 1, \"servers\": ["
+					   "{\"server\": \"a:1\", \"password\": \"p\"},"
+					   "{\"server\": \"b:1\", \"remarks\": \"b\"}]}"),
+		     NULL);
+	expect_error("server 2 (\"servers\"[1]): missing server port", SS_PROG_LOCAL, "-c",
+		     write_file("nport.json",
+				"{\"local_port\": 1, \"password\": \"p\", \"servers\": ["
+				"{\"server\": \"a:1\"}, {\"server\": \"b\"}]}"),
+		     NULL);
+	expect_error("\"servers\"[0]: missing \"server\"", SS_PROG_LOCAL, "-c",
+		     write_file("nh.json", "{\"servers\": [{\"port\": 1}]}"), NULL);
+	expect_error(
+	    "\"servers\"[0]: \"password\" must be a string", SS_PROG_LOCAL, "-c",
+	    write_file("npw.json", "{\"servers\": [{\"server\": \"h\", \"password\": 5}]}"), NULL);
+	expect_error(
+	    "unknown method", SS_PROG_LOCAL, "-c",
+	    write_file("nm.json", "{\"servers\": [{\"server\": \"h\", \"method\": \"m\"}]}"), NULL);
+	expect_error(
+	    "\"plugin_mode\" must be", SS_PROG_LOCAL, "-c",
+	    write_file("pm.json", "{\"servers\": [{\"server\": \"h\", \"plugin_mode\": \"tcp\"}]}"),
+	    NULL);
+	expect_error("server 1 (\"servers\"[0]): -k/\"password\": ", SS_PROG_LOCAL, "-c",
+		     write_file("n22.json",
+				"{\"local_port\": 1, \"servers\": [{\"server\": \"h:1\","
+				" \"method\": \"2022-blake3-aes-128-gcm\","
+				" \"password\": \"short\"}]}"),
+		     NULL);
+	expect_error("\"servers\"[0] must be an object", SS_PROG_LOCAL, "-c",
+		     write_file("no.json", "{\"servers\": [1]}"), NULL);
+	expect_error("\"server_url\" must be an ss:// URL or an array", SS_PROG_LOCAL, "-c",
+		     write_file("nu.json", "{\"server_url\": 1}"), NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1157,6 +1365,9 @@ int main(void)
 	    cmocka_unit_test(test_file_errors),
 	    cmocka_unit_test(test_default_config),
 	    cmocka_unit_test(test_clear),
+	    cmocka_unit_test(test_servers_objects),
+	    cmocka_unit_test(test_server_urls),
+	    cmocka_unit_test(test_server_entry_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

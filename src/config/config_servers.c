@@ -1,0 +1,171 @@
+/* Server entries: -s, --server-url and the file's "server", "servers" and
+ * "server_url" into ss_config_server_t, then each client entry's method, key
+ * and plugin, its own or the top-level ones. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config/config.h"
+#include "config/config_internal.h"
+#include "crypto/primitives.h"
+#include "proto/url.h"
+
+ss_config_server_t *ss_cfg_new_server(ss_config_t *cfg, const char *origin, char *err,
+				      size_t errlen)
+{
+	ss_config_server_t *e;
+
+	if (cfg->n_servers == SS_MAX_SERVERS) {
+		ss_cfg_err(err, errlen, "too many servers (at most %d) at %s", SS_MAX_SERVERS,
+			   origin);
+		return NULL;
+	}
+	e = &cfg->servers[cfg->n_servers];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->origin, sizeof(e->origin), "%s", origin);
+	return e;
+}
+
+void ss_cfg_wipe_servers(ss_config_t *cfg)
+{
+	for (size_t i = 0; i < SS_MAX_SERVERS; i++) {
+		ss_config_server_t *e = &cfg->servers[i];
+		ss_wipe(e->key, sizeof(e->key));
+		ss_wipe(&e->psks, sizeof(e->psks));
+		ss_wipe(e->password, sizeof(e->password));
+		ss_wipe(e->key_b64, sizeof(e->key_b64));
+	}
+}
+
+/* A SIP002 URL into a new entry: its own method, password, plugin and tag. */
+static int server_from_url(ss_config_t *cfg, const char *text, const char *origin, char *err,
+			   size_t errlen)
+{
+	ss_config_server_t *e;
+	ss_url_t u;
+	char why[256];
+	int rc = -EINVAL;
+
+	if (ss_url_parse(text, &u, why, sizeof(why)) < 0)
+		return ss_cfg_err(err, errlen, "%s: %s", origin, why);
+	if (!(e = ss_cfg_new_server(cfg, origin, err, errlen)))
+		goto out;
+	if (ss_method_lookup(u.method, &e->method, why, sizeof(why)) != 0) {
+		ss_cfg_err(err, errlen, "%s: ss:// URL: the method: %s", origin, why);
+		goto out;
+	}
+	memcpy(e->host, u.host, sizeof(e->host));
+	e->port = u.port;
+	snprintf(e->tag, sizeof(e->tag), "%s", u.tag);
+	memcpy(e->password, u.password, sizeof(e->password));
+	memcpy(e->plugin, u.plugin, sizeof(e->plugin));
+	memcpy(e->plugin_opts, u.plugin_opts, sizeof(e->plugin_opts));
+	e->own_method = e->own_secret = e->own_plugin = e->own_plugin_opts = true;
+	cfg->n_servers++;
+	rc = 0;
+out:
+	ss_url_clear(&u);
+	return rc;
+}
+
+int ss_cfg_add_server(ss_config_t *cfg, const char *text, const char *origin, bool url_only,
+		      char *err, size_t errlen)
+{
+	bool url = strncasecmp(text, "ss://", 5) == 0;
+	ss_config_server_t *e;
+	ss_host_port_t hp;
+
+	if (url && cfg->prog == SS_PROG_SERVER)
+		return ss_cfg_err(err, errlen,
+				  "%s: ss-server listens on addresses; an ss:// URL is for "
+				  "ss-local and ss-tunnel",
+				  origin);
+	if (url)
+		return server_from_url(cfg, text, origin, err, errlen);
+	if (url_only)
+		return ss_cfg_err(err, errlen,
+				  "%s: ss:// URL: it does not start with ss:// ('%.64s')", origin,
+				  text);
+	if (ss_cfg_host_port(text, &hp, origin, err, errlen) != 0)
+		return -EINVAL;
+	if (!(e = ss_cfg_new_server(cfg, origin, err, errlen)))
+		return -EINVAL;
+	memcpy(e->host, hp.host, sizeof(e->host));
+	e->port = hp.port;
+	cfg->n_servers++;
+	return 0;
+}
+
+/* How messages name entry i: "server 2 (\"servers\"[1], tag)". */
+static const char *entry_name(const ss_config_t *cfg, size_t i, char *buf, size_t cap)
+{
+	const ss_config_server_t *e = &cfg->servers[i];
+
+	if (e->tag[0])
+		snprintf(buf, cap, "server %zu (%s, \"%.32s\")", i + 1, e->origin, e->tag);
+	else
+		snprintf(buf, cap, "server %zu (%s)", i + 1, e->origin);
+	return buf;
+}
+
+/* A client entry's method, key and plugin: its own, or the top-level ones.
+ * The secret text is wiped once the key is made. */
+static int finish_entry(ss_config_t *cfg, size_t i, char *err, size_t errlen)
+{
+	ss_config_server_t *e = &cfg->servers[i];
+	char who[256], why[512];
+	int rc;
+
+	if (!e->own_method)
+		e->method = cfg->method;
+	if (!e->own_secret) {
+		memcpy(e->password, cfg->password, sizeof(e->password));
+		memcpy(e->key_b64, cfg->key_b64, sizeof(e->key_b64));
+	}
+	if (!e->own_plugin)
+		memcpy(e->plugin, cfg->plugin, sizeof(e->plugin));
+	/* Another plugin's options would mean nothing to this one. */
+	if (!e->own_plugin_opts && !e->own_plugin)
+		memcpy(e->plugin_opts, cfg->plugin_opts, sizeof(e->plugin_opts));
+	if (!e->own_plugin_mode)
+		e->plugin_mode = cfg->plugin_mode;
+	if (e->plugin[0] &&
+	    ss_cfg_plugin_carries(cfg, e->plugin, e->plugin_mode, &e->plugin_tcp, &e->plugin_udp,
+				  entry_name(cfg, i, who, sizeof(who)), err, errlen) != 0)
+		return -EINVAL;
+	rc = ss_cfg_derive_key(cfg->prog, e->method, e->password, e->key_b64, e->key, &e->psks,
+			       &e->key_ignored, why, sizeof(why));
+	ss_wipe(e->password, sizeof(e->password));
+	ss_wipe(e->key_b64, sizeof(e->key_b64));
+	/* A lone server given as a host is the program's, as in libev. */
+	if (rc != 0 && cfg->n_servers == 1 && !e->own_method && !e->own_secret)
+		return ss_cfg_err(err, errlen, "%s", why);
+	if (rc != 0)
+		return ss_cfg_err(err, errlen, "%s: %s", entry_name(cfg, i, who, sizeof(who)), why);
+	return 0;
+}
+
+int ss_cfg_finish_servers(ss_config_t *cfg, char *err, size_t errlen)
+{
+	char who[256];
+
+	/* libev always wants -p; an entry that carries its own port does not
+	 * need it here. */
+	for (size_t i = 0; i < cfg->n_servers; i++) {
+		if (cfg->servers[i].port || cfg->server_port)
+			continue;
+		if (cfg->n_servers == 1)
+			return ss_cfg_err(err, errlen,
+					  "missing server port (-p or \"server_port\")");
+		return ss_cfg_err(err, errlen, "%s: missing server port (-p or \"server_port\")",
+				  entry_name(cfg, i, who, sizeof(who)));
+	}
+	if (cfg->prog == SS_PROG_SERVER)
+		return 0;
+	for (size_t i = 0; i < cfg->n_servers; i++)
+		if (finish_entry(cfg, i, err, errlen) != 0)
+			return -EINVAL;
+	return 0;
+}
