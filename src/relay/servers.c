@@ -418,9 +418,9 @@ void ss_servers_plugin_up(ss_servers_t *set, int i, bool up)
 	s->plugin_up = up;
 	if (!up) {
 		ss_notice("server %s: its plugin is down; %s until it is up again", s->name,
-			  s->via_tcp && s->via_udp ? "not used"
-			  : s->via_tcp             ? "not used for TCP"
-						   : "not used for UDP");
+			  !s->direct   ? "not used"
+			  : s->via_tcp ? "not used for TCP"
+				       : "not used for UDP");
 		return;
 	}
 	/* A new plugin process: what the old one's traffic taught is

@@ -181,7 +181,8 @@ static int udp_assoc_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 
 	if (u->client) {
 		socklen_t len;
-		const struct sockaddr *srv = ss_servers_addr(&inst->servers.s[a->server], true, &len);
+		const struct sockaddr *srv =
+		    ss_servers_addr(&inst->servers.s[a->server], true, &len);
 		if (!len)
 			return -EHOSTUNREACH;
 		fd = ss_sock_udp_open(srv->sa_family, o);

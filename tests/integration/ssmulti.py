@@ -28,8 +28,9 @@ class Srv:
     out_ip(index); it can be stopped and started again on the same port."""
 
     def __init__(self, ss, index, method="aes-256-gcm", password=None, port=None, udp=False,
-                 host=sslib.LOOPBACK4, out=None):
+                 host=sslib.LOOPBACK4, out=None, extra=()):
         self.ss, self.index, self.method, self.host = ss, index, method, host
+        self.extra = list(extra)
         self.password = password or (sslib.random_psk(method) if sslib.is_sip022(method)
                                      else sslib.random_password())
         self.port = port or ssudp.free_udp_port(host)
@@ -39,7 +40,7 @@ class Srv:
 
     def start(self):
         args = ["-s", self.host, "-p", self.port, "-m", self.method, "-k", self.password,
-                "-b", self.out, "-v"] + (["-u"] if self.udp else [])
+                "-b", self.out, "-v"] + (["-u"] if self.udp else []) + self.extra
         self.program = self.ss.procs.start(self.ss.exe("ss-server"), args,
                                            name="ss-server-%d" % self.index)
         if self.udp:

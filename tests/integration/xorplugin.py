@@ -17,6 +17,8 @@ SS_PLUGIN_OPTIONS, ';'-separated:
   child           start a process that sleeps (in the plugin's process group)
   once=PATH       run only if PATH does not exist (it is made); else exit 4
   delay=S         wait S seconds before opening its ports
+  connect=HOST    a client's plugin sends to HOST instead of SS_REMOTE_HOST
+                  (for a remote name the tests give no resolver for)
 Standard library only.
 """
 
@@ -129,6 +131,8 @@ def main():
     remote = (env["SS_REMOTE_HOST"], int(env["SS_REMOTE_PORT"]))
     local = (env["SS_LOCAL_HOST"], int(env["SS_LOCAL_PORT"]))
     server = "server" in opts
+    if "connect" in opts and not server:
+        remote = (opts["connect"], remote[1])
     listen, target = (remote, local) if server else (local, remote)
     key = int(opts.get("key", "90"))
     table = bytes(i ^ key for i in range(256))

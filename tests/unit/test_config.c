@@ -1209,6 +1209,54 @@ static void test_servers_objects(void **state)
 	expect_entry_key(0, SS_DEFAULT_METHOD, "p1");
 }
 
+/* Each entry's plugin, options and mode: its own or the top-level ones,
+ * options never taken from the top for a plugin of the entry's own, and
+ * what that leaves the plugin to carry checked per entry. */
+static void test_server_plugins(void **state)
+{
+	(void)state;
+	const char *path = write_file(
+	    "plug.json",
+	    "{\"local_port\": 1, \"server_port\": 9, \"password\": \"p\","
+	    " \"mode\": \"tcp_and_udp\", \"plugin\": \"top\", \"plugin_opts\": \"topopts\","
+	    " \"plugin_mode\": \"udp_only\", \"servers\": ["
+	    "  {\"server\": \"h1\"},"
+	    "  {\"server\": \"h2\", \"plugin\": \"own\"},"
+	    "  {\"server\": \"h3\", \"plugin_opts\": \"o3\"},"
+	    "  {\"server\": \"h4\", \"plugin\": \"own\", \"plugin_mode\": \"tcp_and_udp\"},"
+	    "  {\"server\": \"h5\", \"plugin\": \"\"}]}");
+
+	expect_run(SS_PROG_LOCAL, "-c", path, NULL);
+	assert_int_equal(cfg.n_servers, 5);
+	assert_string_equal(cfg.servers[0].plugin, "top");
+	assert_string_equal(cfg.servers[0].plugin_opts, "topopts");
+	assert_int_equal(cfg.servers[0].plugin_mode, SS_MODE_UDP_ONLY);
+	assert_false(cfg.servers[0].plugin_tcp);
+	assert_true(cfg.servers[0].plugin_udp);
+	assert_string_equal(cfg.servers[1].plugin, "own");
+	assert_string_equal(cfg.servers[1].plugin_opts, "");
+	assert_int_equal(cfg.servers[1].plugin_mode, SS_MODE_UDP_ONLY);
+	assert_string_equal(cfg.servers[2].plugin, "top");
+	assert_string_equal(cfg.servers[2].plugin_opts, "o3");
+	assert_string_equal(cfg.servers[3].plugin, "own");
+	assert_int_equal(cfg.servers[3].plugin_mode, SS_MODE_TCP_AND_UDP);
+	assert_true(cfg.servers[3].plugin_tcp);
+	assert_true(cfg.servers[3].plugin_udp);
+	assert_string_equal(cfg.servers[4].plugin, "");
+	assert_false(cfg.servers[4].plugin_tcp || cfg.servers[4].plugin_udp);
+
+	/* Nothing to carry, for one entry: the message names it. */
+	expect_error(
+	    "server 2 (\"servers\"[1]): plugin_mode udp_only with mode tcp_only leaves the "
+	    "plugin 'p2' nothing to carry",
+	    SS_PROG_LOCAL, "-c",
+	    write_file("plug2.json", "{\"local_port\": 1, \"server_port\": 9, \"password\": \"p\","
+				     " \"servers\": [{\"server\": \"h1\"},"
+				     " {\"server\": \"h2\", \"plugin\": \"p2\","
+				     " \"plugin_mode\": \"udp_only\"}]}"),
+	    NULL);
+}
+
 static void test_server_urls(void **state)
 {
 	(void)state;
@@ -1367,6 +1415,7 @@ int main(void)
 	    cmocka_unit_test(test_clear),
 	    cmocka_unit_test(test_servers_objects),
 	    cmocka_unit_test(test_server_urls),
+	    cmocka_unit_test(test_server_plugins),
 	    cmocka_unit_test(test_server_entry_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
