@@ -12,18 +12,21 @@ the name "target.test", which ss-server resolves itself with c-ares from a
 DNS responder on loopback (every lookup goes through c-ares); UDP through
 ss-tunnel (ssload udp-send) and through ss-local's SOCKS5 UDP ASSOCIATE. One
 case runs all three with a SIP003u plugin (tests/integration/xorplugin.py)
-carrying TCP and UDP."""
+carrying TCP and UDP; another gives ss-local and ss-tunnel two servers of
+different methods, one of them behind such a plugin of its own."""
 
 import os
 import signal
 import subprocess
 import time
+import urllib.parse
 
 import pytest
 
 import sslib
 import ssudp
 from sslib import T
+from ssmulti import ss_url
 
 METHODS = ("aes-128-gcm", "aes-192-gcm", "aes-256-gcm", "chacha20-ietf-poly1305",
            "xchacha20-ietf-poly1305", "2022-blake3-aes-128-gcm", "2022-blake3-aes-256-gcm",
@@ -143,21 +146,66 @@ def test_no_allocations_in_steady_state(request, ss, tmp_path, shim, ssload, ech
                          + plugin_args(plugin, ""))
         progs["ss-local"] = Counted(local.program, rep)
         try:
-            # More connections at a time in the warm-up than measured: the
-            # measured round must not reach a slot never used before.
-            for _ in range(2):
-                traffic(ssload, tunnel, local, echo.port, uecho, TCP_CONNS, 500, 16)
-                time.sleep(UDP_TIMEOUT + 1.5)
-            before = {name: c.sample() for name, c in progs.items()}
-            traffic(ssload, tunnel, local, echo.port, uecho, TCP_CONNS, DATAGRAMS, 4)
-            time.sleep(0.5)
-            after = {name: c.sample() for name, c in progs.items()}
+            measure(progs, ssload, tunnel, local, echo, uecho, method)
         finally:
             uecho_tunnel.close()
     assert dns.queries >= TCP_CONNS // 2, "ss-server did not ask the DNS responder (%d)" % (
         dns.queries)
+
+
+def measure(progs, ssload, tunnel, local, echo, uecho, what):
+    """Two rounds of warm-up, then a measured round that must not allocate."""
+    # More connections at a time in the warm-up than measured: the measured
+    # round must not reach a slot never used before.
+    for _ in range(2):
+        traffic(ssload, tunnel, local, echo.port, uecho, TCP_CONNS, 500, 16)
+        time.sleep(UDP_TIMEOUT + 1.5)
+    before = {name: c.sample() for name, c in progs.items()}
+    traffic(ssload, tunnel, local, echo.port, uecho, TCP_CONNS, DATAGRAMS, 4)
+    time.sleep(0.5)
+    after = {name: c.sample() for name, c in progs.items()}
     grew = {name: after[name] - before[name] for name in progs if after[name] != before[name]}
     assert not grew, "%s: heap allocations during %d connections and %d datagrams: %s" % (
-        method, TCP_CONNS, DATAGRAMS, grew)
+        what, TCP_CONNS, DATAGRAMS, grew)
     # The shim counts: the programs allocated at start-up.
     assert all(before[name] > 0 for name in progs)
+
+
+def test_no_allocations_with_several_servers(request, ss, tmp_path, shim, ssload, echo):
+    """ss-local and ss-tunnel with two servers: one given with -s
+    (aes-256-gcm), one as an ss:// URL (2022-blake3-aes-128-gcm) whose
+    plugin= is a xorplugin.py of its own, carrying TCP and UDP (the
+    top-level --plugin-mode): connections and associations spread over
+    both, and nothing is allocated per connection or datagram."""
+    dns = sslib.DnsResponder()
+    request.addfinalizer(dns.close)
+    udp = ["-u", "--udp-timeout", str(UDP_TIMEOUT)]
+    resolver = ["-d", "%s:%d" % (sslib.LOOPBACK4, dns.port)]
+    plain = ss.server(method="aes-256-gcm", extra=udp + resolver)
+    behind = ss.server(method="2022-blake3-aes-128-gcm",
+                       extra=udp + resolver + ["--plugin", XOR, "--plugin-opts", "server;key=33",
+                                               "--plugin-mode", "tcp_and_udp"])
+    url = ss_url(behind.method, behind.password, behind.host, behind.port, "behind")
+    url = url.replace("/#", "/?plugin=%s#" % urllib.parse.quote(XOR + ";key=33", safe=""))
+    servers = ["--server-url", url, "--plugin-mode", "tcp_and_udp"]
+    progs = {}
+    with ssudp.UdpEcho() as uecho:
+        env, rep = counted_env(shim, tmp_path, "ss-tunnel")
+        tunnel = ss.tunnel(plain, echo.addr, env=env, extra=udp + servers + ["-v"])
+        progs["ss-tunnel"] = Counted(tunnel.program, rep)
+        uecho_tunnel = ssudp.UdpEcho(port=echo.port)
+        env, rep = counted_env(shim, tmp_path, "ss-local")
+        local = ss.local(plain, env=env, extra=udp + servers + ["-v"])
+        progs["ss-local"] = Counted(local.program, rep)
+        try:
+            measure(progs, ssload, tunnel, local, echo, uecho, "several servers")
+        finally:
+            uecho_tunnel.close()
+    # Both servers carried TCP and UDP.
+    for c in (tunnel, local):
+        out = c.program.output()
+        for tag in ('server 1 127.0.0.1:%d' % plain.port,
+                    'server 2 "behind" 127.0.0.1:%d' % behind.port):
+            assert ": " + tag in out, "%s: no connection through %s" % (c.program.name, tag)
+            assert "new association, " + tag in out, \
+                "%s: no association through %s" % (c.program.name, tag)
