@@ -207,7 +207,9 @@ void ss_config_version(ss_prog_t prog, void *out);
  * (parsed with print_url), one per listen address and, with "users", per
  * user. A wildcard address (none given, "::", "0.0.0.0") is written as
  * SS_URL_PLACEHOLDER, which the user must replace (placeholder true). The
- * URL holds the password and is wiped after the call. 0, or -EINVAL with
+ * URL holds the password and is wiped after the call. A plugin goes in as
+ * the client runs it: its file's name, obfs-server as obfs-local, without
+ * the options only a server takes. 0, or -EINVAL with
  * err (a SIP004 server given a key, not a password: a URL needs the
  * password). */
 #define SS_URL_PLACEHOLDER "SERVER-ADDRESS"

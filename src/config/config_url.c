@@ -59,6 +59,51 @@ static int url_secret(const ss_config_t *cfg, const ss_config_user_t *user, char
 	return 0;
 }
 
+/* The plugin a client runs against this server's, and its options: the
+ * file's name (the client's path is its own), obfs-server's client half
+ * obfs-local, and without the options only a server takes (v2ray-plugin's
+ * server, cert and key; obfs-server's failover). Other plugins go as they
+ * are: SIP003 names the same plugin on both sides. */
+static void url_client_plugin(const ss_config_t *cfg, ss_url_t *u)
+{
+	static const struct {
+		const char *server, *client;
+		const char *drop[3]; /* option names, with or without a value */
+	} known[] = {
+	    {"obfs-server", "obfs-local", {"failover", NULL, NULL}},
+	    {"v2ray-plugin", "v2ray-plugin", {"server", "cert", "key"}},
+	};
+	const char *base = strrchr(cfg->plugin, '/');
+	const char *drop[3] = {NULL, NULL, NULL};
+	size_t n = 0;
+
+	base = base ? base + 1 : cfg->plugin;
+	snprintf(u->plugin, sizeof(u->plugin), "%s", base);
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(base, known[i].server) == 0) {
+			snprintf(u->plugin, sizeof(u->plugin), "%s", known[i].client);
+			memcpy(drop, known[i].drop, sizeof(drop));
+		}
+	/* The options, ';'-separated, less those dropped. */
+	for (const char *o = cfg->plugin_opts; *o;) {
+		const char *end = strchr(o, ';');
+		size_t len = end ? (size_t)(end - o) : strlen(o);
+		size_t name = strcspn(o, "=;");
+		bool keep = len > 0;
+
+		for (size_t d = 0; d < 3 && drop[d] && keep; d++)
+			keep = !(name == strlen(drop[d]) && strncmp(o, drop[d], name) == 0);
+		if (keep && n + len + 2 < sizeof(u->plugin_opts)) {
+			if (n)
+				u->plugin_opts[n++] = ';';
+			memcpy(u->plugin_opts + n, o, len);
+			n += len;
+			u->plugin_opts[n] = '\0';
+		}
+		o += len + (end != NULL);
+	}
+}
+
 int ss_config_share_urls(const ss_config_t *cfg, ss_share_fn fn, void *arg, char *err,
 			 size_t errlen)
 {
@@ -87,8 +132,8 @@ int ss_config_share_urls(const ss_config_t *cfg, ss_share_fn fn, void *arg, char
 			snprintf(u.method, sizeof(u.method), "%s", cfg->method->name);
 			snprintf(u.host, sizeof(u.host), "%s", wild ? SS_URL_PLACEHOLDER : e->host);
 			u.port = e->port ? e->port : cfg->server_port;
-			snprintf(u.plugin, sizeof(u.plugin), "%s", cfg->plugin);
-			snprintf(u.plugin_opts, sizeof(u.plugin_opts), "%s", cfg->plugin_opts);
+			if (cfg->plugin[0])
+				url_client_plugin(cfg, &u);
 			if (user)
 				snprintf(u.tag, sizeof(u.tag), "%s", user->name);
 			rc = url_secret(cfg, user, u.password, sizeof(u.password), err, errlen);

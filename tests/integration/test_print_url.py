@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+import urllib.parse
 
 import pytest
 
@@ -95,3 +96,20 @@ def test_print_url_wildcard_users_and_key(ss, tmp_path):
     rc, p = ss.run("ss-server", ["-p", "1", "--key", sslib.random_key_b64("aes-256-gcm"),
                                  "-m", "aes-256-gcm", "--print-url"])
     assert rc == 1 and "a URL carries the password" in p.stderr()
+
+
+@pytest.mark.parametrize("plugin,opts,want", (
+    ("/usr/bin/obfs-server", "obfs=http;failover=192.0.2.1:80", "obfs-local;obfs=http"),
+    ("v2ray-plugin", "server;tls;host=a.example;cert=/etc/c.pem;key=/etc/k.pem",
+     "v2ray-plugin;tls;host=a.example"),
+    ("/opt/my-plugin", "a=1;server", "my-plugin;a=1;server"),
+))
+def test_print_url_names_the_clients_plugin(ss, plugin, opts, want):
+    """With a plugin, the URL's plugin= is what the client runs: the file's
+    name, obfs-server's client half, without the options only a server
+    takes; a plugin it does not know goes with its options as they are."""
+    args = ["-s", "127.0.0.1", "-p", "8388", "-m", "aes-128-gcm", "-k", "pw",
+            "--plugin", plugin, "--plugin-opts", opts]
+    lines, _ = print_url(ss, args)
+    query = urllib.parse.urlsplit(lines[0]).query
+    assert urllib.parse.parse_qs(query) == {"plugin": [want]}, lines[0]
