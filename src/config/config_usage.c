@@ -88,9 +88,13 @@ void ss_config_usage(ss_prog_t prog, void *out)
 		line(f, "-p <server_port>", "Port to listen on.");
 		line(f, "[-l <local_port>]", "Accepted and ignored, as by libev.");
 	} else {
-		line(f, "-s <server_host>", "Server host name or IP address; repeat for");
-		more(f, "more (\"host:port\" and \"[v6]:port\" work).");
+		line(f, "-s <server_host>", "Server host name or IP address, or an");
+		more(f, "ss:// URL; repeat for more (\"host:port\"");
+		more(f, "and \"[v6]:port\" work).");
 		line(f, "-p <server_port>", "Server port.");
+		line(f, "[--server-url <ss://...>]", "A server as a SIP002 URL, with its own");
+		more(f, "method, password, plugin and tag; repeat");
+		more(f, "for more. Several servers: failover.");
 		line(f, "-l <local_port>", "Port to listen on locally.");
 	}
 	line(f, "-k <password>", "Password shared with the other side");
@@ -137,6 +141,10 @@ void ss_config_usage(ss_prog_t prog, void *out)
 	line(f, "[--plugin-opts <options>]", "Its options (SS_PLUGIN_OPTIONS).");
 	line(f, "[--plugin-mode <mode>]", "What it carries: tcp_only (default),");
 	more(f, "tcp_and_udp (SIP003u) or udp_only.");
+	if (server) {
+		line(f, "[--print-url]", "Print the ss:// URL (and QR code) a client");
+		more(f, "needs for this configuration, and exit.");
+	}
 	fputc('\n', f);
 
 	line(f, "[-v]", "More log output; repeat for even more.");

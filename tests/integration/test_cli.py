@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import time
 
 import pytest
@@ -489,3 +490,54 @@ def test_startup_line_and_library_peer(ss, echo, method):
         sslib.small_exchange(s, 200000)
     finally:
         s.close()
+
+
+# ---------------------------------------------------------------------------
+# -h, the man pages and the completions name the same options
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def help_options(ss, prog):
+    rc, p = ss.run(prog, ["-h"])
+    assert rc == 0, p.describe()
+    text = p.stdout() + p.stderr()
+    opts = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-[a-zA-Z0-9])(?![\w-])", text))
+    assert "-s" in opts and "--version" in opts, text
+    return opts
+
+
+def bash_completions(prog):
+    """What completions/bash offers after `prog -`."""
+    script = ("source %s; COMP_WORDS=(%s -); COMP_CWORD=1; _ss_complete %s; "
+              "printf '%%s\\n' \"${COMPREPLY[@]}\"" % (
+                  os.path.join(ROOT, "completions", "bash"), prog, prog))
+    res = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                         timeout=30)
+    assert res.returncode == 0, res.stderr
+    return set(res.stdout.split())
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_help_man_page_and_completions_agree(ss, prog):
+    """Every option of -h is in the program's man page (as an option
+    heading), offered by the bash completion for that program, and named
+    in the zsh completion; each program's own options (-L, --server-url,
+    --print-url) only where they belong."""
+    opts = help_options(ss, prog)
+    with open(os.path.join(ROOT, "docs", prog + ".1")) as f:
+        man = f.read()
+    with open(os.path.join(ROOT, "completions", "zsh")) as f:
+        zsh = f.read()
+    bash = bash_completions(prog)
+    for o in sorted(opts):
+        heading = "\\fB" + o.replace("-", "\\-") + "\\fR"
+        assert heading in man, "%s: %s is not in %s.1" % (prog, o, prog)
+        assert o in bash, "%s: completions/bash does not offer %s" % (prog, o)
+        assert re.search(r"['\"{,*]%s[\[',}]" % re.escape(o), zsh), \
+            "%s: completions/zsh does not name %s" % (prog, o)
+    assert ("--print-url" in opts) == (prog == "ss-server")
+    assert ("--server-url" in opts) == (prog != "ss-server")
+    assert ("-L" in opts) == (prog == "ss-tunnel")
+    for own in ("--print-url", "--server-url", "-L"):
+        assert (own in bash) == (own in opts), "%s: completions/bash and %s" % (prog, own)

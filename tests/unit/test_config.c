@@ -387,6 +387,10 @@ static void test_help(void **state)
 			for (const char *const *m = ss_method_names(); *m != NULL; m++)
 				assert_non_null(strstr(text, *m));
 			assert_int_equal(strstr(text, "-L <") != NULL, progs[p] == SS_PROG_TUNNEL);
+			assert_int_equal(strstr(text, "--server-url <") != NULL,
+					 progs[p] != SS_PROG_SERVER);
+			assert_int_equal(strstr(text, "--print-url") != NULL,
+					 progs[p] == SS_PROG_SERVER);
 			assert_non_null(strstr(text, "-l <"));
 			free(text);
 		}
