@@ -208,7 +208,8 @@ void ss_config_version(ss_prog_t prog, void *out);
  * user. A wildcard address (none given, "::", "0.0.0.0") is written as
  * SS_URL_PLACEHOLDER, which the user must replace (placeholder true). The
  * URL holds the password and is wiped after the call. A plugin goes in as
- * the client runs it: its file's name, obfs-server as obfs-local, without
+ * the client runs it: its file's name, obfs-server as obfs-local,
+ * ss-v2ray-plugin as v2ray-plugin, without
  * the options only a server takes. 0, or -EINVAL with
  * err (a SIP004 server given a key, not a password: a URL needs the
  * password). */

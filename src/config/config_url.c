@@ -61,9 +61,9 @@ static int url_secret(const ss_config_t *cfg, const ss_config_user_t *user, char
 
 /* The plugin a client runs against this server's, and its options: the
  * file's name (the client's path is its own), obfs-server's client half
- * obfs-local, and without the options only a server takes (v2ray-plugin's
- * server, cert and key; obfs-server's failover). Other plugins go as they
- * are: SIP003 names the same plugin on both sides. */
+ * obfs-local, Debian's ss-v2ray-plugin as v2ray-plugin, and without the options only a server takes
+ * (v2ray-plugin's server, cert and key; obfs-server's failover). Other plugins go as they are:
+ * SIP003 names the same plugin on both sides. */
 static void url_client_plugin(const ss_config_t *cfg, ss_url_t *u)
 {
 	static const struct {
@@ -72,6 +72,8 @@ static void url_client_plugin(const ss_config_t *cfg, ss_url_t *u)
 	} known[] = {
 	    {"obfs-server", "obfs-local", {"failover", NULL, NULL}},
 	    {"v2ray-plugin", "v2ray-plugin", {"server", "cert", "key"}},
+	    /* Debian's name for it; apps know it as v2ray-plugin. */
+	    {"ss-v2ray-plugin", "v2ray-plugin", {"server", "cert", "key"}},
 	};
 	const char *base = strrchr(cfg->plugin, '/');
 	const char *drop[3] = {NULL, NULL, NULL};

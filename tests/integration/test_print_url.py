@@ -102,6 +102,7 @@ def test_print_url_wildcard_users_and_key(ss, tmp_path):
     ("/usr/bin/obfs-server", "obfs=http;failover=192.0.2.1:80", "obfs-local;obfs=http"),
     ("v2ray-plugin", "server;tls;host=a.example;cert=/etc/c.pem;key=/etc/k.pem",
      "v2ray-plugin;tls;host=a.example"),
+    ("/usr/bin/ss-v2ray-plugin", "server;path=/ws", "v2ray-plugin;path=/ws"),
     ("/opt/my-plugin", "a=1;server", "my-plugin;a=1;server"),
 ))
 def test_print_url_names_the_clients_plugin(ss, plugin, opts, want):
