@@ -4,6 +4,7 @@ v2ray-plugin (ss-v2ray-plugin, websocket). Every pair both ways: ours
 against ours, ours against libev, libev against ours; bytes compared."""
 
 import os
+import re
 import shutil
 import time
 
@@ -11,6 +12,7 @@ import pytest
 
 import sslib
 from sslib import T
+from ssmulti import start_client
 
 # (server plugin, its options, client plugin, its options)
 PLUGINS = {
@@ -75,3 +77,47 @@ def test_plugin_pair(ss, libev_bin_dir, plugins_installed, echo, blob, plugin, s
         b.close()
     ours = server.program if server_impl == "ours" else client.program
     assert "plugin %s" % (splugin if server_impl == "ours" else cplugin) in ours.output()
+
+
+
+def test_several_servers_each_with_its_plugin(ss, libev_bin_dir, plugins_installed, echo, blob,
+                                             tmp_path):
+    """Our ss-local with three servers: libev's behind v2ray-plugin (a
+    "servers" entry naming its plugin), ours behind obfs-server (tls) given
+    as the URL our ss-server --print-url prints for it, and ours with no
+    plugin. Every connection's bytes come back whole, and each server
+    carries some of them."""
+    v2 = PLUGINS["v2ray-ws"]
+    libev = ss.server(impl="libev", method="aes-256-gcm",
+                      extra=["--plugin", v2[0], "--plugin-opts", v2[1]])
+    psk = sslib.random_psk("2022-blake3-aes-128-gcm")
+    obfs_args = ["-m", "2022-blake3-aes-128-gcm", "--plugin", "obfs-server", "--plugin-opts",
+                 "obfs=tls"]
+    obfs = ss.server(method="2022-blake3-aes-128-gcm", password=psk, extra=obfs_args[2:])
+    rc, p = ss.run("ss-server", ["-s", obfs.host, "-p", str(obfs.port), "-k", psk]
+                   + obfs_args + ["--print-url"])
+    assert rc == 0, p.describe()
+    url = p.stdout().split("\n")[0]
+    assert "?plugin=obfs-local%3Bobfs%3Dtls" in url, url
+    plain = ss.server(method="chacha20-ietf-poly1305")
+    conf = {"servers": [
+        {"server": libev.host, "server_port": libev.port, "method": libev.method,
+         "password": libev.password, "plugin": v2[2], "plugin_opts": v2[3], "remarks": "libev"},
+        {"server": plain.host, "server_port": plain.port, "method": plain.method,
+         "password": plain.password, "remarks": "plain"}],
+        "server_url": url}
+    local = start_client(ss, tmp_path, conf)
+    deadline = time.monotonic() + T(10)
+    while local.program.output().count(") up after ") < 2:
+        assert time.monotonic() < deadline, local.program.output()[-2000:]
+        time.sleep(0.05)
+    for _ in range(30):
+        s = open_through(local, echo.addr, T(10))
+        try:
+            sslib.echo_check(s, blob(64 << 10))
+        finally:
+            s.close()
+    out = local.program.output()
+    for server in (libev, plain, obfs):
+        assert re.search(r': server \d+ ("[^"]*" )?127\.0\.0\.1:%d\n' % server.port, out), \
+            "no connection through the server on port %d: %s" % (server.port, out[-2000:])
