@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import socket
+import threading
 import time
 
 import sslib
@@ -122,3 +123,81 @@ def test_plugin_mode_per_server(ss, tmp_path):
     line_b = [l for l in out.splitlines() if "(pid %d) up" % b["pid"] in l][0]
     assert "udp" in line_a.lower(), line_a
     assert "udp" not in line_b.lower(), line_b
+
+
+def test_plugins_and_servers_killed_mid_run(ss, tmp_path):
+    """Three servers, each behind a plugin pair of its own (keys 11, 22,
+    33), while eight applications open connection after connection through
+    ss-local and exchange 64 KiB on each: in turn, one of ss-local's plugins
+    is killed (SIGKILL; ss-local starts it again) and one ss-server is
+    killed, its plugin with it, and started again. Every SOCKS5 request
+    succeeds, no byte that comes back is wrong, and only connections a
+    killed plugin or server carried end early."""
+    size, rounds = 1 << 16, 6
+    keys = (11, 22, 33)
+    with sslib.EchoServer() as echo:
+        srvs = [Srv(ss, i, extra=["--plugin", XOR, "--plugin-opts", "server;key=%d" % k]).start()
+                for i, k in enumerate(keys)]
+        conf = {"servers": [s.entry(plugin=XOR, plugin_opts="key=%d" % k)
+                            for s, k in zip(srvs, keys)]}
+        local = start_client(ss, tmp_path, conf)
+        assert wait_for(lambda: local.program.output().count(") up after ") >= 3, T(10)), \
+            local.program.output()[-2000:]
+        stop = threading.Event()
+        lock = threading.Lock()
+        stats = {"done": 0, "cut": 0, "failed": [], "wrong": []}
+
+        def app():
+            while not stop.is_set():
+                data = os.urandom(size)
+                try:
+                    s = sslib.socks5_connect(local.addr, *echo.addr, timeout=T(15))
+                except (OSError, AssertionError) as e:
+                    with lock:
+                        stats["failed"].append(repr(e))
+                    continue
+                got = bytearray()
+                try:
+                    s.settimeout(T(15))
+                    sent = 0
+                    while len(got) < size:
+                        if sent < size:
+                            s.sendall(data[sent:sent + 8192])
+                            sent += 8192
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        got += chunk
+                except OSError:
+                    pass
+                finally:
+                    s.close()
+                with lock:
+                    if bytes(got) != data[:len(got)]:
+                        stats["wrong"].append(len(got))
+                    stats["done" if len(got) == size else "cut"] += 1
+
+        threads = [threading.Thread(target=app) for _ in range(8)]
+        for t in threads:
+            t.start()
+        try:
+            for r in range(rounds):
+                time.sleep(1.5)
+                if r % 2 == 0:
+                    os.kill(plugin_of(local.program, keys[r % 3]), signal.SIGKILL)
+                else:
+                    victim = srvs[r % 3]
+                    victim.stop()
+                    time.sleep(1.0)
+                    victim.start()
+            time.sleep(1.5)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        assert not stats["failed"], stats["failed"][:5]
+        assert not stats["wrong"], "wrong bytes on %d connections" % len(stats["wrong"])
+        assert stats["done"] > 100, stats
+        assert stats["cut"] <= 8 * rounds, stats
+        assert local.program.output().count("its plugin is down") >= rounds // 2
+        print("plugins and servers killed: %s" % stats)
