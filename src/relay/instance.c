@@ -419,9 +419,10 @@ static void instance_plugin_cb(ss_plugin_t *p, ss_plugin_event_t ev, const char 
 
 	switch (ev) {
 	case SS_PLUGIN_UP:
+		/* Held only while no server can be reached over TCP. */
 		if (srv >= 0)
 			ss_servers_plugin_up(&inst->servers, srv, true);
-		instance_hold(inst, false);
+		instance_hold(inst, srv >= 0 && !ss_servers_tcp_reachable(&inst->servers));
 		if (!inst->ready_sent && instance_all_plugins(inst, SS_PLUGIN_RUNNING)) {
 			inst->ready_sent = true;
 			if (inst->cb)
