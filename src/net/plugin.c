@@ -160,10 +160,67 @@ static void plugin_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void plugin_line_cb(ss_child_t *ch, const char *line);
 static void plugin_exit_cb(ss_child_t *ch, int status);
 
+/* A plugin given as a command line ("obfs-server --fast-open", "FOO=1
+ * plugin") rather than a file: shadowsocks-libev runs every plugin as
+ * sh -c "exec PLUGIN", so such a string works there and must here. */
+static bool plugin_is_command(const char *plugin)
+{
+	return strpbrk(plugin, " \t\n;&|<>()$`\\\"'*?[]#~={}") != NULL;
+}
+
+/* Its first word, when that is a plain file name the shell will look up:
+ * checked here for a clear error before anything runs. */
+static size_t plugin_first_word(const char *plugin)
+{
+	size_t n = strcspn(plugin, " \t\n");
+
+	for (size_t i = 0; i < n; i++)
+		if (!strchr(
+			"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+-:@,",
+			plugin[i]))
+			return 0;
+	return n;
+}
+
+/* sh -c "exec PLUGIN": the shell execs it in its own place, so the pid we
+ * watch is the plugin's. */
+static int plugin_use_shell(ss_plugin_t *p, const char *plugin, char *err, size_t errlen)
+{
+	char word[4096];
+	size_t n = strcspn(plugin, " \t\n");
+	const char *base;
+	int rc;
+
+	if (n >= sizeof(word))
+		n = sizeof(word) - 1;
+	memcpy(word, plugin, n);
+	word[n] = '\0';
+	base = strrchr(word, '/');
+	snprintf(p->name, sizeof(p->name), "%.*s", (int)sizeof(p->name) - 1,
+		 base ? base + 1 : word);
+	if (n && plugin_first_word(plugin) == n) {
+		if ((rc = plugin_find(p, word, err, errlen)) < 0)
+			return rc;
+		free(p->path);
+		p->path = NULL;
+	}
+	p->path = strdup("/bin/sh");
+	p->argv[0] = strdup("sh");
+	p->argv[1] = strdup("-c");
+	if (asprintf(&p->argv[2], "exec %s", plugin) < 0)
+		p->argv[2] = NULL;
+	if (!p->path || !p->argv[0] || !p->argv[1] || !p->argv[2]) {
+		snprintf(err, errlen, "plugin '%s': out of memory", plugin);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int ss_plugin_init(ss_plugin_t *p, struct ev_loop *loop, const ss_plugin_spec_t *spec,
 		   ss_plugin_cb cb, void *data, char *err, size_t errlen)
 {
 	const char *base = strrchr(spec->plugin, '/');
+	bool command = plugin_is_command(spec->plugin);
 	struct sockaddr_in *sin = (struct sockaddr_in *)&p->local;
 	uint16_t port;
 	int rc;
@@ -180,7 +237,9 @@ int ss_plugin_init(ss_plugin_t *p, struct ev_loop *loop, const ss_plugin_spec_t 
 	ss_child_init(&p->child, loop, plugin_line_cb, plugin_exit_cb, p);
 	ev_init(&p->timer, plugin_timer_cb);
 	p->timer.data = p;
-	if ((rc = plugin_find(p, spec->plugin, err, errlen)) < 0)
+	rc = command ? plugin_use_shell(p, spec->plugin, err, errlen)
+		     : plugin_find(p, spec->plugin, err, errlen);
+	if (rc < 0)
 		return rc;
 	if ((rc = ss_port_pick_loopback(spec->tcp, spec->udp, &port)) < 0) {
 		snprintf(err, errlen, "plugin '%s': no free port on 127.0.0.1: %s", spec->plugin,
@@ -192,7 +251,8 @@ int ss_plugin_init(ss_plugin_t *p, struct ev_loop *loop, const ss_plugin_spec_t 
 	sin->sin_port = htons(port);
 	p->local_len = sizeof(*sin);
 	p->port = spec->server ? spec->remote_port : port;
-	p->argv[0] = strdup(spec->plugin);
+	if (!command)
+		p->argv[0] = strdup(spec->plugin);
 	if (!p->argv[0] || plugin_build_env(p, spec) < 0) {
 		snprintf(err, errlen, "plugin '%s': out of memory", spec->plugin);
 		return -ENOMEM;
@@ -426,9 +486,11 @@ void ss_plugin_free(ss_plugin_t *p)
 		for (char **e = p->envp; *e; e++)
 			free(*e);
 	free(p->envp);
-	free(p->argv[0]);
+	for (size_t i = 0; i < sizeof(p->argv) / sizeof(p->argv[0]); i++) {
+		free(p->argv[i]);
+		p->argv[i] = NULL;
+	}
 	free(p->path);
 	p->envp = NULL;
-	p->argv[0] = NULL;
 	p->path = NULL;
 }

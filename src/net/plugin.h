@@ -15,7 +15,10 @@
  *
  * SIP003 and SIP003u: the plugin gets SS_REMOTE_HOST, SS_REMOTE_PORT,
  * SS_LOCAL_HOST, SS_LOCAL_PORT and SS_PLUGIN_OPTIONS in its environment and
- * no arguments, as shadowsocks-libev 3.3.5 runs it. A client's plugin
+ * no arguments, as shadowsocks-libev 3.3.5 runs it. A plugin string that is
+ * a command line rather than a file (spaces, shell syntax) runs as
+ * sh -c "exec PLUGIN", as libev runs every plugin, so that its words are
+ * the plugin's arguments. A client's plugin
  * listens on the local (loopback) address and carries what it gets there to
  * the remote server; a server's plugin listens on the remote (public)
  * address and hands what it gets to the local one, where ss-server listens.
@@ -81,8 +84,8 @@ struct ss_plugin {
 	uint16_t port; /* the one to look at: local for clients, remote for servers */
 	struct sockaddr_storage local; /* 127.0.0.1 and the port it was given */
 	socklen_t local_len;
-	char *path; /* what is executed */
-	char *argv[2];
+	char *path;    /* what is executed */
+	char *argv[4]; /* the file's name; or sh, -c, "exec PLUGIN" */
 	char **envp;
 	char name[64];  /* the file's name, for log lines */
 	char last[160]; /* its last line of output, for the reason it failed */

@@ -211,6 +211,28 @@ def test_plugin_environment_and_process(ss, echo, tmp_path, prog):
     assert wait_for(lambda: line in program.output(), T(5)), program.output()
 
 
+def test_plugin_given_as_a_command_line(ss, echo, blob, tmp_path):
+    """A plugin string with words after the file (as libev allows: it runs
+    every plugin through sh -c "exec PLUGIN") gives the plugin those words
+    as its arguments, with the plugin itself as the process we watch; the
+    traffic goes through it."""
+    rec_path = str(tmp_path / "record.json")
+    server = ss.server(extra=plugin_args(server_opts()))
+    command = "%s --first 'two words'" % XOR
+    client = ss.tunnel(server, echo.addr, extra=plugin_args("record=%s" % rec_path,
+                                                            plugin=command))
+    rec = read_record(rec_path)
+    assert rec["argv"] == [XOR, "--first", "two words"], rec["argv"]
+    assert rec["ppid"] == client.program.pid, "the shell did not exec the plugin"
+    assert rec["pgid"] == rec["pid"]
+    s = socket.create_connection(client.addr, timeout=T(10))
+    try:
+        sslib.echo_check(s, blob(256 << 10))
+    finally:
+        s.close()
+    assert "plugin xorplugin.py[%d]: " % rec["pid"] in client.program.output()
+
+
 # --- process care ---------------------------------------------------------
 
 def test_plugin_killed_mid_run_is_restarted(ss, blob):
@@ -408,6 +430,13 @@ def _bad(ss, prog, plugin, opts="", timeout=None):
 @pytest.mark.parametrize("prog", ("ss-local", "ss-server"))
 def test_plugin_not_found(ss, prog):
     rc, p, _ = _bad(ss, prog, "ss-no-such-plugin")
+    assert rc == 1, p.describe()
+    assert "plugin 'ss-no-such-plugin': not found in PATH or the working directory" in \
+        p.stderr(), p.stderr()
+
+
+def test_plugin_command_line_not_found(ss):
+    rc, p, _ = _bad(ss, "ss-tunnel", "ss-no-such-plugin --with-an-argument")
     assert rc == 1, p.describe()
     assert "plugin 'ss-no-such-plugin': not found in PATH or the working directory" in \
         p.stderr(), p.stderr()
