@@ -468,6 +468,47 @@ def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
+def proc_state(pid):
+    """The state letter of pid (R, S, Z, ...), or None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def alive(pid):
+    return proc_state(pid) not in (None, "Z", "X")
+
+
+def children(pid):
+    """(pid, state) of each child of pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append((int(d), fields[0]))
+    return out
+
+
+def wait_for(pred, timeout, step=0.02):
+    """pred() once it is true, polled every step seconds; its last value
+    (false) when timeout runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
 def wait_count(count, pid, want, timeout, step=0.02):
     """Waits until count(pid) (fd_count, ...) is want; returns the count at
     the end (== want unless the time ran out)."""

@@ -1,5 +1,6 @@
-"""Helpers for the tests of clients with several servers (test_servers.py)
-and of ss-server --print-url (test_print_url.py).
+"""Helpers for the tests of clients with several servers (test_servers.py,
+test_server_plugins.py, tests/interop) and of ss-server --print-url
+(test_print_url.py).
 
 Each ss-server started here sends to its targets from an address of its
 own on loopback (-b 127.0.0.N), so the echo servers' records tell which
@@ -7,6 +8,10 @@ server carried a connection or a datagram."""
 
 import base64
 import json
+import os
+import signal
+import threading
+import time
 import urllib.parse
 
 import sslib
@@ -112,3 +117,110 @@ def through(proxy, echo, n=300, timeout=None):
     # The echo server accepted it before it echoed a byte.
     with echo.lock:
         return echo.records[before]["peer"][0]
+
+
+def plugin_of(program, var, item):
+    """The pid of the program's live plugin child whose environment variable
+    var (SS_PLUGIN_OPTIONS, SS_REMOTE_PORT, ...), split at ";", holds item."""
+    want = item.encode()
+
+    def find():
+        for pid, st in sslib.children(program.pid):
+            if st == "Z":
+                continue
+            try:
+                with open("/proc/%d/environ" % pid, "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            for e in env:
+                if e.startswith(var.encode() + b"=") and want in e.split(b"=", 1)[1].split(b";"):
+                    return pid
+        return None
+    pid = sslib.wait_for(find, T(10))
+    assert pid, "%s has no plugin with %s holding %s: %r" % (
+        program.name, var, item, sslib.children(program.pid))
+    return pid
+
+
+def kill_in_turn(local, echo, srvs, rounds=6, apps=8, size=1 << 16, min_done=100):
+    """apps applications open connection after connection through ss-local
+    (local) to echo and exchange size random bytes on each, while in turn
+    one of ss-local's plugins is killed (SIGKILL; ss-local starts it again)
+    and one of srvs (Srv) is killed, its plugin with it, and started again.
+    Every SOCKS5 request succeeds, no byte that comes back is wrong, at
+    least min_done connections complete (apps of them after the last
+    kill), few end early, and ss-local logs each plugin it lost. Those
+    that end early are the ones a killed plugin or server carried, and the
+    few a killed server is given after it went: behind a plugin a server
+    down only closes connections without an answer, and it takes
+    SS_HEALTH_STRIKES of those (src/relay/health.h), or its try after the
+    backoff, before ss-local leaves it out. Returns the counts."""
+    stop = threading.Event()
+    lock = threading.Lock()
+    stats = {"done": 0, "cut": 0, "failed": [], "wrong": []}
+
+    def app():
+        while not stop.is_set():
+            data = os.urandom(size)
+            try:
+                s = sslib.socks5_connect(local.addr, *echo.addr, timeout=T(15))
+            except (OSError, AssertionError) as e:
+                with lock:
+                    stats["failed"].append(repr(e))
+                continue
+            got = bytearray()
+            try:
+                s.settimeout(T(15))
+                sent = 0
+                while len(got) < size:
+                    if sent < size:
+                        s.sendall(data[sent:sent + 8192])
+                        sent += 8192
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    got += chunk
+            except OSError:
+                pass
+            finally:
+                s.close()
+            with lock:
+                if bytes(got) != data[:len(got)]:
+                    stats["wrong"].append(len(got))
+                stats["done" if len(got) == size else "cut"] += 1
+
+    threads = [threading.Thread(target=app) for _ in range(apps)]
+    for t in threads:
+        t.start()
+    try:
+        for r in range(rounds):
+            time.sleep(1.5)
+            victim = srvs[r % len(srvs)]
+            if r % 2 == 0:
+                pid = plugin_of(local.program, "SS_REMOTE_PORT", str(victim.port))
+                os.kill(pid, signal.SIGKILL)
+            else:
+                plugin = plugin_of(victim.program, "SS_REMOTE_PORT", str(victim.port))
+                victim.stop()
+                assert sslib.wait_for(lambda: not sslib.alive(plugin), T(5)), \
+                    "the plugin of %s outlived it" % victim.program.name
+                time.sleep(1.0)
+                victim.start()
+        with lock:
+            before_last = stats["done"]
+        time.sleep(1.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not stats["failed"], stats["failed"][:5]
+    assert not stats["wrong"], "wrong bytes on %d connections" % len(stats["wrong"])
+    assert stats["done"] >= min_done, stats
+    assert stats["done"] - before_last >= apps, "%d done after the last kill: %s" % (
+        stats["done"] - before_last, stats)
+    assert stats["cut"] <= apps * rounds, stats
+    downs = local.program.output().count("its plugin is down")
+    assert downs >= (rounds + 1) // 2, "%d plugins killed, %d logged down: %s" % (
+        (rounds + 1) // 2, downs, local.program.output()[-2000:])
+    return stats

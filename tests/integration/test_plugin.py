@@ -16,7 +16,7 @@ import pytest
 
 import sslib
 import ssudp
-from sslib import T
+from sslib import T, alive, children, proc_state, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 XOR = os.path.join(HERE, "xorplugin.py")
@@ -32,16 +32,6 @@ def server_opts(extra=""):
     return "server" + (";" + extra if extra else "")
 
 
-def wait_for(pred, timeout, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
-
-
 def read_record(path, timeout=None):
     def load():
         try:
@@ -52,35 +42,6 @@ def read_record(path, timeout=None):
     rec = wait_for(load, T(10) if timeout is None else timeout)
     assert rec, "the plugin did not write %s" % path
     return rec
-
-
-def proc_state(pid):
-    """The state letter of pid (R, S, Z, ...), or None when it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
-
-
-def alive(pid):
-    return proc_state(pid) not in (None, "Z", "X")
-
-
-def children(pid):
-    """(pid, state) of each child of pid."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append((int(d), fields[0]))
-    return out
 
 
 def plugin_pid(program, timeout=None, ups=1):

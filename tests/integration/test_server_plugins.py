@@ -8,33 +8,12 @@ import os
 import re
 import signal
 import socket
-import threading
 import time
 
 import sslib
-from sslib import T
-from ssmulti import Srv, out_ip, peers, start_client, through
-from test_plugin import XOR, children, read_record, wait_for
-
-
-def plugin_of(program, key):
-    """The pid of the program's live plugin child started with key=<key>."""
-    def find():
-        for pid, st in children(program.pid):
-            if st == "Z":
-                continue
-            try:
-                with open("/proc/%d/environ" % pid, "rb") as f:
-                    env = f.read().split(b"\0")
-            except OSError:
-                continue
-            opts = [e for e in env if e.startswith(b"SS_PLUGIN_OPTIONS=")]
-            if opts and (b"key=%d" % key) in opts[0].split(b"=", 1)[1].split(b";"):
-                return pid
-        return None
-    pid = wait_for(find, T(10))
-    assert pid, "%s has no plugin with key=%d: %r" % (program.name, key, children(program.pid))
-    return pid
+from sslib import T, wait_for
+from ssmulti import Srv, kill_in_turn, out_ip, peers, plugin_of, start_client, through
+from test_plugin import XOR, read_record
 
 
 def spread(local, echo, n):
@@ -82,7 +61,7 @@ def test_each_server_with_its_own_plugin(ss, tmp_path):
         assert "xor-a.test" in out  # named in the server's log lines
         assert "cannot look up" not in out and "xor-a.test is at" not in out, out[-2000:]
 
-        first = plugin_of(local.program, 90)
+        first = plugin_of(local.program, "SS_PLUGIN_OPTIONS", "key=90")
         os.kill(first, signal.SIGKILL)
         assert wait_for(lambda: "its plugin is down" in local.program.output(), T(5)), \
             local.program.output()[-2000:]
@@ -94,7 +73,7 @@ def test_each_server_with_its_own_plugin(ss, tmp_path):
 
         assert wait_for(lambda: local.program.output().count("its plugin is up") >= 2, T(10)), \
             local.program.output()[-2000:]
-        assert plugin_of(local.program, 90) != first
+        assert plugin_of(local.program, "SS_PLUGIN_OPTIONS", "key=90") != first
         t0 = time.monotonic()
         while not spread(local, echo, 3).get(out_ip(0), 0):
             assert time.monotonic() - t0 < T(10), "server 1 not used after its plugin came back"
@@ -133,7 +112,6 @@ def test_plugins_and_servers_killed_mid_run(ss, tmp_path):
     killed, its plugin with it, and started again. Every SOCKS5 request
     succeeds, no byte that comes back is wrong, and only connections a
     killed plugin or server carried end early."""
-    size, rounds = 1 << 16, 6
     keys = (11, 22, 33)
     with sslib.EchoServer() as echo:
         srvs = [Srv(ss, i, extra=["--plugin", XOR, "--plugin-opts", "server;key=%d" % k]).start()
@@ -143,61 +121,5 @@ def test_plugins_and_servers_killed_mid_run(ss, tmp_path):
         local = start_client(ss, tmp_path, conf)
         assert wait_for(lambda: local.program.output().count(") up after ") >= 3, T(10)), \
             local.program.output()[-2000:]
-        stop = threading.Event()
-        lock = threading.Lock()
-        stats = {"done": 0, "cut": 0, "failed": [], "wrong": []}
-
-        def app():
-            while not stop.is_set():
-                data = os.urandom(size)
-                try:
-                    s = sslib.socks5_connect(local.addr, *echo.addr, timeout=T(15))
-                except (OSError, AssertionError) as e:
-                    with lock:
-                        stats["failed"].append(repr(e))
-                    continue
-                got = bytearray()
-                try:
-                    s.settimeout(T(15))
-                    sent = 0
-                    while len(got) < size:
-                        if sent < size:
-                            s.sendall(data[sent:sent + 8192])
-                            sent += 8192
-                        chunk = s.recv(65536)
-                        if not chunk:
-                            break
-                        got += chunk
-                except OSError:
-                    pass
-                finally:
-                    s.close()
-                with lock:
-                    if bytes(got) != data[:len(got)]:
-                        stats["wrong"].append(len(got))
-                    stats["done" if len(got) == size else "cut"] += 1
-
-        threads = [threading.Thread(target=app) for _ in range(8)]
-        for t in threads:
-            t.start()
-        try:
-            for r in range(rounds):
-                time.sleep(1.5)
-                if r % 2 == 0:
-                    os.kill(plugin_of(local.program, keys[r % 3]), signal.SIGKILL)
-                else:
-                    victim = srvs[r % 3]
-                    victim.stop()
-                    time.sleep(1.0)
-                    victim.start()
-            time.sleep(1.5)
-        finally:
-            stop.set()
-            for t in threads:
-                t.join()
-        assert not stats["failed"], stats["failed"][:5]
-        assert not stats["wrong"], "wrong bytes on %d connections" % len(stats["wrong"])
-        assert stats["done"] > 100, stats
-        assert stats["cut"] <= 8 * rounds, stats
-        assert local.program.output().count("its plugin is down") >= rounds // 2
+        stats = kill_in_turn(local, echo, srvs)
         print("plugins and servers killed: %s" % stats)
