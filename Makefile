@@ -9,6 +9,8 @@ TSAN_BUILD ?= build-tsan
 FUZZ_TIME ?= 3600
 FUZZ_RUNS ?= 10000000
 FUZZ_DIR ?= $(FUZZ_BUILD)/campaign
+# an input that runs longer than this many seconds is reported as a hang
+FUZZ_TIMEOUT ?= 10
 
 .PHONY: all deps build build-asan build-tsan build-fuzz run test test-release test-asan \
 	test-tsan test-fuzz fuzz soak bench clean
@@ -58,7 +60,7 @@ test-fuzz: build-fuzz
 test: test-release test-asan test-tsan test-fuzz
 
 fuzz: build-fuzz
-	scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_DIR) $(FUZZ_TIME) $(FUZZ_RUNS) $(JOBS)
+	FUZZ_TIMEOUT=$(FUZZ_TIMEOUT) scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_DIR) $(FUZZ_TIME) $(FUZZ_RUNS) $(JOBS)
 
 # The load suite (tests/load) with bigger counts and longer runs, same assertions.
 soak: build

@@ -6,9 +6,12 @@
 # output to DIR/<target>/log. JOBS targets run at once (each on one core).
 # Ends with a table: target, runs, time, findings; exits 1 when any target
 # found something or failed to run.
+# One input that runs longer than FUZZ_TIMEOUT seconds (10) counts as a hang;
+# on a machine that other work can stall for seconds, raise it.
 # Usage: fuzz.sh BUILD DIR [SECONDS] [RUNS] [JOBS]   (`make fuzz` runs it)
 set -u
 build=$1 dir=$2 secs=${3:-3600} runs=${4:-10000000} jobs=${5:-1}
+timeout=${FUZZ_TIMEOUT:-10}
 src=$(cd "$(dirname "$0")/../tests/fuzz" && pwd)
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
@@ -24,7 +27,7 @@ run_one() {
 	cp -n "$src/corpus/$name"/* "$out/corpus/" 2>/dev/null
 	# libFuzzer's own exit code for a finding is 77, the one a target
 	# that cannot run here uses: findings exit 1.
-	set -- -max_total_time="$secs" -runs="$runs" -timeout=10 -rss_limit_mb=2048 \
+	set -- -max_total_time="$secs" -runs="$runs" -timeout="$timeout" -rss_limit_mb=2048 \
 		-error_exitcode=1 -timeout_exitcode=1 \
 		-print_final_stats=1 -artifact_prefix="$out/artifacts/"
 	[ -f "$src/dict/$name.dict" ] && set -- "$@" -dict="$src/dict/$name.dict"
