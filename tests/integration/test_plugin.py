@@ -208,6 +208,7 @@ def test_plugin_killed_mid_run_is_restarted(ss, blob):
         first = plugin_pid(client.program)
         data = blob(8 << 20)
         results = [None] * 4
+        progress = [0] * 4
 
         def transfer(i):
             s = open_()
@@ -224,6 +225,7 @@ def test_plugin_killed_mid_run_is_restarted(ss, blob):
                     if not chunk:
                         break
                     got += chunk
+                    progress[i] = len(got)
             finally:
                 s.close()
             results[i] = bytes(got)
@@ -231,7 +233,9 @@ def test_plugin_killed_mid_run_is_restarted(ss, blob):
         threads = [threading.Thread(target=transfer, args=(i,)) for i in range(4)]
         for t in threads:
             t.start()
-        time.sleep(0.3)
+        # The kill lands while every transfer is under way through the
+        # plugin (bytes have come back), not before one has begun.
+        assert wait_for(lambda: all(progress), T(10)), progress
         os.kill(first, signal.SIGKILL)
         t0 = time.monotonic()
         # Once ss-local knows, a connection opened waits for the plugin to
