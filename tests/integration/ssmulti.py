@@ -143,19 +143,12 @@ def plugin_of(program, var, item):
     return pid
 
 
-def kill_in_turn(local, echo, srvs, rounds=6, apps=8, size=1 << 16, min_done=100):
+def echo_traffic(local, echo, chaos, apps=8, size=1 << 16):
     """apps applications open connection after connection through ss-local
-    (local) to echo and exchange size random bytes on each, while in turn
-    one of ss-local's plugins is killed (SIGKILL; ss-local starts it again)
-    and one of srvs (Srv) is killed, its plugin with it, and started again.
-    Every SOCKS5 request succeeds, no byte that comes back is wrong, at
-    least min_done connections complete (apps of them after the last
-    kill), few end early, and ss-local logs each plugin it lost. Those
-    that end early are the ones a killed plugin or server carried, and the
-    few a killed server is given after it went: behind a plugin a server
-    down only closes connections without an answer, and it takes
-    SS_HEALTH_STRIKES of those (src/relay/health.h), or its try after the
-    backoff, before ss-local leaves it out. Returns the counts."""
+    (local) to echo and exchange size random bytes on each while
+    chaos(stats, lock) runs; then they stop. Every SOCKS5 request must
+    succeed and no byte that comes back may be wrong. Returns the counts:
+    done (whole), cut (ended early), under lock while chaos runs."""
     stop = threading.Event()
     lock = threading.Lock()
     stats = {"done": 0, "cut": 0, "failed": [], "wrong": []}
@@ -194,6 +187,30 @@ def kill_in_turn(local, echo, srvs, rounds=6, apps=8, size=1 << 16, min_done=100
     for t in threads:
         t.start()
     try:
+        chaos(stats, lock)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not stats["failed"], stats["failed"][:5]
+    assert not stats["wrong"], "wrong bytes on %d connections" % len(stats["wrong"])
+    return stats
+
+
+def kill_in_turn(local, echo, srvs, rounds=6, apps=8, size=1 << 16, min_done=100):
+    """echo_traffic while in turn one of ss-local's plugins is killed
+    (SIGKILL; ss-local starts it again) and one of srvs (Srv) is killed,
+    its plugin with it, and started again. At least min_done connections
+    complete (apps of them after the last kill), few end early, and
+    ss-local logs each plugin it lost. Those that end early are the ones a
+    killed plugin or server carried, and the few a killed server is given
+    after it went: behind a plugin a server down only closes connections
+    without an answer, and it takes SS_HEALTH_STRIKES of those
+    (src/relay/health.h), or its try after the backoff, before ss-local
+    leaves it out. Returns the counts."""
+    mark = {}
+
+    def chaos(stats, lock):
         for r in range(rounds):
             time.sleep(1.5)
             victim = srvs[r % len(srvs)]
@@ -208,14 +225,11 @@ def kill_in_turn(local, echo, srvs, rounds=6, apps=8, size=1 << 16, min_done=100
                 time.sleep(1.0)
                 victim.start()
         with lock:
-            before_last = stats["done"]
+            mark["before_last"] = stats["done"]
         time.sleep(1.5)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join()
-    assert not stats["failed"], stats["failed"][:5]
-    assert not stats["wrong"], "wrong bytes on %d connections" % len(stats["wrong"])
+
+    stats = echo_traffic(local, echo, chaos, apps, size)
+    before_last = mark["before_last"]
     assert stats["done"] >= min_done, stats
     assert stats["done"] - before_last >= apps, "%d done after the last kill: %s" % (
         stats["done"] - before_last, stats)

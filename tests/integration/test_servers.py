@@ -12,7 +12,8 @@ import pytest
 import sslib
 import ssudp
 from sslib import T
-from ssmulti import BACKOFF_LONGEST, RESOLVE_MIN, Srv, out_ip, peers, start_client, through
+from ssmulti import (BACKOFF_LONGEST, RESOLVE_MIN, Srv, echo_traffic, out_ip, peers, start_client,
+                     through)
 
 def run_connections(proxy, target, count, workers, size=300):
     """count connections, workers at a time, each exchanging size bytes;
@@ -122,44 +123,7 @@ def test_servers_killed_and_restarted_mid_run(ss, tmp_path):
     with sslib.EchoServer() as echo:
         srvs = [Srv(ss, i).start() for i in range(3)]
         local = start_client(ss, tmp_path, {"servers": [s.entry() for s in srvs]})
-        stop = threading.Event()
-        lock = threading.Lock()
-        stats = {"done": 0, "cut": 0, "failed": [], "wrong": []}
-
-        def app():
-            while not stop.is_set():
-                data = os.urandom(size)
-                try:
-                    s = sslib.socks5_connect(local.addr, *echo.addr, timeout=T(15))
-                except (OSError, AssertionError) as e:
-                    with lock:
-                        stats["failed"].append(repr(e))
-                    continue
-                got = bytearray()
-                try:
-                    s.settimeout(T(15))
-                    sent = 0
-                    while len(got) < size:
-                        if sent < size:
-                            s.sendall(data[sent:sent + 8192])
-                            sent += 8192
-                        chunk = s.recv(65536)
-                        if not chunk:
-                            break
-                        got += chunk
-                except OSError:
-                    pass
-                finally:
-                    s.close()
-                with lock:
-                    if bytes(got) != data[:len(got)]:
-                        stats["wrong"].append(len(got))
-                    stats["done" if len(got) == size else "cut"] += 1
-
-        threads = [threading.Thread(target=app) for _ in range(8)]
-        for t in threads:
-            t.start()
-        try:
+        def chaos(stats, lock):
             for r in range(kills):
                 time.sleep(1.5)
                 victim = srvs[r % 3]
@@ -167,12 +131,8 @@ def test_servers_killed_and_restarted_mid_run(ss, tmp_path):
                 time.sleep(1.0)
                 victim.start()
             time.sleep(1.5)
-        finally:
-            stop.set()
-            for t in threads:
-                t.join()
-        assert not stats["failed"], stats["failed"][:5]
-        assert not stats["wrong"], "wrong bytes on %d connections" % len(stats["wrong"])
+
+        stats = echo_traffic(local, echo, chaos, apps=8, size=size)
         assert stats["done"] > 100, stats
         # At most the connections under way through each killed server.
         assert stats["cut"] <= 8 * kills, stats
