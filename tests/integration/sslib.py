@@ -960,15 +960,16 @@ def _read_socks5_addr(sock, atyp):
     return host, port
 
 
-def socks5_open(proxy, host, port, atyp=None, cmd=CMD_CONNECT, timeout=None):
+def socks5_open(proxy, host, port, atyp=None, cmd=CMD_CONNECT, timeout=None, early=b""):
     """Connects to the SOCKS5 proxy (host, port), greets (no auth) and sends
-    the request. Returns (socket, reply code). The caller closes the socket."""
+    the request, with early (the first payload) in the same write. Returns
+    (socket, reply code). The caller closes the socket."""
     s = connect(proxy[0], proxy[1], timeout)
     try:
         method = socks5_greet(s)
         if method != 0:
             raise SocksError("proxy chose method 0x%02x, not no-auth" % method)
-        s.sendall(socks5_request_bytes(cmd, host, port, atyp))
+        s.sendall(socks5_request_bytes(cmd, host, port, atyp) + early)
         rep, _bnd = socks5_read_reply(s)
         return s, rep
     except BaseException:
@@ -976,9 +977,9 @@ def socks5_open(proxy, host, port, atyp=None, cmd=CMD_CONNECT, timeout=None):
         raise
 
 
-def socks5_connect(proxy, host, port, atyp=None, timeout=None):
+def socks5_connect(proxy, host, port, atyp=None, timeout=None, early=b""):
     """Like socks5_open but requires reply 0 (succeeded); returns the socket."""
-    s, rep = socks5_open(proxy, host, port, atyp=atyp, timeout=timeout)
+    s, rep = socks5_open(proxy, host, port, atyp=atyp, timeout=timeout, early=early)
     if rep != 0:
         s.close()
         raise SocksError("SOCKS5 CONNECT to %s:%d failed with reply 0x%02x" % (host, port, rep))

@@ -183,9 +183,9 @@ def _via_peer(ss, method, reply, host, port, payload):
     with PeerServer(method, psk, lambda salt: reply(psk, salt)) as srv:
         fake = sslib.Server(None, sslib.LOOPBACK4, srv.port, method, b64(psk))
         local = ss.local(fake)
-        with sslib.socks5_connect(local.addr, host, port, timeout=T(5)) as s:
-            if payload:
-                s.sendall(payload)
+        # The payload goes with the request, so that it is in ss-local's
+        # hands before the server connects, however slow the machine.
+        with sslib.socks5_connect(local.addr, host, port, timeout=T(5), early=payload) as s:
             state, data = sslib.wait_closed(s, HOLD)
         recs = srv.wait_records(1, T(5))
     assert recs, "the request never reached the peer server"
