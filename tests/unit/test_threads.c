@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "config/config.h"
 #include "crypto/primitives.h"
 #include "shadowsocks.h"
 
