@@ -18,6 +18,7 @@
 
 #include "config/config.h"
 #include "shadowsocks.h"
+#include "testutil.h"
 
 static char err[512];
 
@@ -170,20 +171,6 @@ static void on_event(ss_instance_t *inst, ss_instance_event_t ev, const char *ms
 		ss_instance_stop(inst);
 }
 
-/* A loopback port nobody listens on now. */
-static uint16_t free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
 static void test_instance_life(void **state)
 {
 	ss_config_t *cfg = new_cfg(SS_PROG_SERVER);
@@ -195,7 +182,7 @@ static void test_instance_life(void **state)
 	(void)state;
 
 	assert_non_null(loop);
-	snprintf(port, sizeof(port), "%u", free_port());
+	snprintf(port, sizeof(port), "%d", free_loopback_port());
 	set_ok(cfg, "server", "127.0.0.1");
 	set_ok(cfg, "server_port", port);
 	set_ok(cfg, "password", "pw");
