@@ -22,7 +22,8 @@
  *
  * Errors: a function that can fail returns 0 or a negative errno value and,
  * where it takes err, writes one line there (no newline, at most errlen
- * bytes with the NUL; err may be NULL when errlen is 0). Nothing is printed.
+ * bytes with the NUL; err may be NULL when errlen is 0). The configuration
+ * calls print nothing.
  *
  * Threads: an instance belongs to the thread that runs its loop. Create,
  * run, stop and destroy it on that thread, with a loop no other thread
@@ -30,8 +31,9 @@
  * each with a loop of its own (ev_loop_new), may run at the same time:
  * the state the library keeps per process is per thread (the cache of
  * random bytes, the c-ares allocator's arena) or taken under a lock
- * (c-ares's library set-up). The log settings are set once, before any
- * instance starts. ss_config_load_args uses getopt, whose state is global:
+ * (c-ares's library set-up). Instances log to stderr: errors, warnings
+ * and start-up lines (the keys "verbose" and "use_syslog" act only in
+ * ss_program_main). ss_config_load_args uses getopt, whose state is global:
  * call it from one thread at a time. A plugin is a child of the thread that
  * runs the loop (on Linux it is killed when that thread ends,
  * PR_SET_PDEATHSIG); on libev's default loop its exit comes through an
