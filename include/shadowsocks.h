@@ -1,14 +1,29 @@
 #ifndef SHADOWSOCKS_H
 #define SHADOWSOCKS_H
 
-/* Public API: run an ss-local, ss-server or ss-tunnel in-process.
+/* libshadowsocks-c: run an ss-local, ss-server or ss-tunnel in-process, on
+ * a libev loop of the caller's.
  *
- *   ss_config_t cfg;
- *   ss_config_parse(&cfg, SS_PROG_SERVER, argc, argv, stdout, err, sizeof(err));
+ *   ss_config_t *cfg;
  *   ss_instance_t *inst;
- *   ss_instance_create(&cfg, EV_DEFAULT, &inst, err, sizeof(err));
- *   ev_run(EV_DEFAULT, 0);        // until ss_instance_stop()
+ *   char err[256];
+ *
+ *   ss_config_new(SS_PROG_LOCAL, &cfg);
+ *   ss_config_load_json(cfg, "{\"server\": \"203.0.113.1\", ...}", err, sizeof(err));
+ *   ss_config_set(cfg, "local_port", "1080", err, sizeof(err));
+ *   ss_config_validate(cfg, err, sizeof(err));
+ *   ss_instance_create(cfg, EV_DEFAULT, &inst, err, sizeof(err));
+ *   ev_run(EV_DEFAULT, 0);        // until ss_instance_stop() and STOPPED
  *   ss_instance_destroy(inst);
+ *   ss_config_free(cfg);
+ *
+ * Link with `pkg-config --libs shadowsocks-c`; the caller uses libev itself
+ * (ev.h, -lev) for its loop.
+ *
+ * Errors: a function that can fail returns 0 or a negative errno value and,
+ * where it takes err, writes one line there (no newline, at most errlen
+ * bytes with the NUL; err may be NULL when errlen is 0). The configuration
+ * calls print nothing.
  *
  * Threads: an instance belongs to the thread that runs its loop. Create,
  * run, stop and destroy it on that thread, with a loop no other thread
@@ -16,34 +31,110 @@
  * each with a loop of its own (ev_loop_new), may run at the same time:
  * the state the library keeps per process is per thread (the cache of
  * random bytes, the c-ares allocator's arena) or taken under a lock
- * (c-ares's library set-up). The log settings are set once, before any
- * instance starts. A plugin is a child of the thread that runs the loop
- * (on Linux it is killed when that thread ends, PR_SET_PDEATHSIG); on
- * libev's default loop its exit comes through an ev_child watcher, on any
- * other through a pidfd, so no SIGCHLD handler of ours is installed. ss_program_main is a whole
- * program (signals, daemon, user switch, libev's allocator): call it once per process, on its main
+ * (c-ares's library set-up). Instances log to stderr: errors, warnings
+ * and start-up lines (the keys "verbose" and "use_syslog" act only in
+ * ss_program_main). ss_config_load_args uses getopt, whose state is global:
+ * call it from one thread at a time. A plugin is a child of the thread that
+ * runs the loop (on Linux it is killed when that thread ends,
+ * PR_SET_PDEATHSIG); on libev's default loop its exit comes through an
+ * ev_child watcher, on any other through a pidfd, so no SIGCHLD handler of
+ * ours is installed. ss_program_main is a whole program (signals, daemon,
+ * user switch, libev's allocator): call it once per process, on its main
  * thread.
  */
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config/config.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the library exports; everything else in it is hidden. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SS_API __attribute__((visibility("default")))
+#else
+#define SS_API
+#endif
 
 struct ev_loop;
+
+/* Which program a configuration and an instance are: its flags, its keys
+ * and its handshake. */
+typedef enum {
+	SS_PROG_LOCAL,  /* SOCKS5 in, Shadowsocks out */
+	SS_PROG_SERVER, /* Shadowsocks in, the target out */
+	SS_PROG_TUNNEL, /* a fixed target (tunnel_address) through a server */
+} ss_prog_t;
+
+/* ---- Configuration ---------------------------------------------------
+ * Opaque. Built with any mix of ss_config_load_args, ss_config_load_json
+ * and ss_config_set, in any order (a later setting of a key replaces an
+ * earlier one, except that ss_config_load_json leaves what
+ * ss_config_load_args set, as the programs let flags beat the file), then
+ * validated once. The keys and flags are those of shadowsocks-libev 3.3.5
+ * (ss-local(1), ss-server(1), ss-tunnel(1)). */
+typedef struct ss_config ss_config_t;
+
+/* An empty configuration for prog, in *out; the caller owns it and frees
+ * it with ss_config_free. 0, -EINVAL (prog is none of ss_prog_t) or
+ * -ENOMEM. */
+SS_API int ss_config_new(ss_prog_t prog, ss_config_t **out);
+
+/* Reads the keys of a JSON configuration file from json (NUL-terminated,
+ * not kept; unknown keys are ignored, as libev does). 0, -EINVAL with err
+ * naming the key and value, or -EBUSY once cfg is validated. */
+SS_API int ss_config_load_json(ss_config_t *cfg, const char *json, char *err, size_t errlen);
+
+/* Reads a command line as the program reads it: argv[0] is the program's
+ * name (skipped), argc counts it. -c FILE reads that file, read as
+ * by ss_config_load_json; without -c no file is read. argv is not kept but
+ * may be reordered, as getopt does. 0, -EINVAL with err naming the flag and
+ * value (-h and --version are refused: they are for the programs), or
+ * -EBUSY once cfg is validated. */
+SS_API int ss_config_load_args(ss_config_t *cfg, int argc, char **argv, char *err, size_t errlen);
+
+/* Sets one setting by its JSON key name ("server", "server_port",
+ * "password", "method", "local_port", "mode", ...), value as text: "true" or
+ * "false" for the yes/no keys, a number as digits, JSON text (an array of
+ * objects) for "servers" and "users", the string itself otherwise. "server"
+ * and "server_url" replace the server list with one entry. value is not
+ * kept; secrets in it are not echoed in err. 0, -ENOENT (no such key),
+ * -EINVAL (a bad value, err says why) or -EBUSY once cfg is validated. */
+SS_API int ss_config_set(ss_config_t *cfg, const char *key, const char *value, char *err,
+			 size_t errlen);
+
+/* Checks the configuration as a whole, fills in the defaults and derives
+ * the keys; the password text is wiped. After it cfg can no longer be
+ * changed. 0 (also when already validated) or -EINVAL with err saying what
+ * is missing or wrong. */
+SS_API int ss_config_validate(ss_config_t *cfg, char *err, size_t errlen);
+
+/* Wipes the keys and secrets and frees cfg. NULL is allowed. Instances
+ * created from cfg must have been destroyed. */
+SS_API void ss_config_free(ss_config_t *cfg);
+
+/* ---- Instances ------------------------------------------------------- */
 typedef struct ss_instance ss_instance_t;
 
 /* Reserves pools, resolves the servers, opens the listeners and starts
- * watching them on loop. cfg must outlive the instance. 0 or -errno with err
- * holding one line. */
-int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t **out, char *err,
-		       size_t errlen);
+ * watching them on loop. cfg must be validated and outlive the instance
+ * (the instance reads it, never changes or frees it); the caller owns
+ * *out and destroys it with ss_instance_destroy. 0 or -errno with err
+ * holding one line (-EINVAL: cfg not validated or unusable, -ENOMEM,
+ * -EADDRINUSE and the like from the listeners). */
+SS_API int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t **out,
+			      char *err, size_t errlen);
+
 /* Stops accepting, closes every connection and stops its plugins (SIGTERM,
- * SIGKILL after 3 s); the loop then runs dry once they are reaped. */
-void ss_instance_stop(ss_instance_t *inst);
-/* Also reaps plugins still running, waiting for them without the loop (up
- * to 3 s, then SIGKILL) if it was not run until STOPPED. */
-void ss_instance_destroy(ss_instance_t *inst);
+ * SIGKILL after 3 s); the loop then runs dry once they are reaped. Safe to
+ * call more than once and from the instance's callback. */
+SS_API void ss_instance_stop(ss_instance_t *inst);
+
+/* Frees inst; also reaps plugins still running, waiting for them without
+ * the loop (up to 3 s, then SIGKILL) if it was not run until STOPPED. NULL
+ * is allowed; not from inside the instance's callback. */
+SS_API void ss_instance_destroy(ss_instance_t *inst);
 
 /* What an instance tells its owner, from its loop. */
 typedef enum {
@@ -58,22 +149,36 @@ typedef enum {
 	 * ss_instance_stop. */
 	SS_INSTANCE_STOPPED,
 } ss_instance_event_t;
-/* msg is one line for FAILED, NULL otherwise. */
+
+/* msg is one line for FAILED (valid during the call only), NULL
+ * otherwise. */
 typedef void (*ss_instance_cb)(ss_instance_t *inst, ss_instance_event_t ev, const char *msg,
 			       void *arg);
-/* Without a callback, FAILED's reason is logged as an error. */
-void ss_instance_set_cb(ss_instance_t *inst, ss_instance_cb cb, void *arg);
 
+/* Calls cb with arg on each event from now on (cb NULL: none). Without a
+ * callback, FAILED's reason is logged as an error. arg stays the caller's. */
+SS_API void ss_instance_set_cb(ss_instance_t *inst, ss_instance_cb cb, void *arg);
+
+/* Counters since the instance was created. */
 typedef struct ss_stats {
-	uint64_t accepted;
-	uint64_t active;
+	uint64_t accepted;   /* connections accepted */
+	uint64_t active;     /* connections open now */
 	uint64_t bytes_up;   /* plaintext inbound -> outbound */
 	uint64_t bytes_down; /* plaintext outbound -> inbound */
 } ss_stats_t;
-void ss_instance_stats(const ss_instance_t *inst, ss_stats_t *out);
+
+/* Copies inst's counters into *out (the caller's). Never fails. */
+SS_API void ss_instance_stats(const ss_instance_t *inst, ss_stats_t *out);
+
+/* ---- Programs -------------------------------------------------------- */
 
 /* A whole program: parse argv, set up the process (user, nofile, daemon,
- * signals), run until SIGINT/SIGTERM. Returns the exit status. */
-int ss_program_main(ss_prog_t prog, int argc, char **argv);
+ * signals), run until SIGINT/SIGTERM, with messages on stderr or syslog.
+ * Returns the exit status (0, or 1 on an error it has reported). */
+SS_API int ss_program_main(ss_prog_t prog, int argc, char **argv);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

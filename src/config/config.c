@@ -232,7 +232,7 @@ static void default_config_path(char *out, size_t cap)
 	snprintf(out, cap, "%s", sysconf);
 }
 
-static int load_file(ss_config_t *cfg, const char *path, char *err, size_t errlen)
+int ss_cfg_load_file(ss_config_t *cfg, const char *path, char *err, size_t errlen)
 {
 	char why[512];
 	int rc = -EINVAL;
@@ -406,7 +406,7 @@ int ss_cfg_plugin_carries(const ss_config_t *cfg, const char *plugin, ss_relay_m
 
 /* Defaults for what neither source set, then the checks that need the
  * whole picture, then the key. */
-static int finish(ss_config_t *cfg, char *err, size_t errlen)
+int ss_cfg_finish(ss_config_t *cfg, char *err, size_t errlen)
 {
 	bool client = cfg->prog != SS_PROG_SERVER;
 
@@ -464,6 +464,7 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 		ss_wipe(cfg->password, sizeof(cfg->password));
 		ss_wipe(cfg->key_b64, sizeof(cfg->key_b64));
 	}
+	cfg->validated = true;
 	return 0;
 }
 
@@ -494,9 +495,10 @@ ss_config_status_t ss_config_parse(ss_config_t *cfg, ss_prog_t prog, int argc, c
 
 	if (argc <= 1 && cfg->config_file[0] == '\0')
 		default_config_path(cfg->config_file, sizeof(cfg->config_file));
-	if (cfg->config_file[0] != '\0' && load_file(cfg, cfg->config_file, err, errlen) != 0)
+	if (cfg->config_file[0] != '\0' &&
+	    ss_cfg_load_file(cfg, cfg->config_file, err, errlen) != 0)
 		goto fail;
-	if (finish(cfg, err, errlen) != 0)
+	if (ss_cfg_finish(cfg, err, errlen) != 0)
 		goto fail;
 	return SS_CONFIG_RUN;
 fail:

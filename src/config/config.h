@@ -7,16 +7,11 @@
 
 #include "crypto/method.h"
 #include "proto/addr.h"
+#include "shadowsocks.h" /* ss_prog_t, and the ss_config_t the library hands out */
 
 /* One configuration for all three programs, filled from the command line and
  * the JSON file (flags override the file), then validated. The core only
  * ever sees it const. */
-
-typedef enum {
-	SS_PROG_LOCAL,
-	SS_PROG_SERVER,
-	SS_PROG_TUNNEL,
-} ss_prog_t;
 
 typedef enum {
 	SS_MODE_TCP_ONLY,
@@ -83,7 +78,7 @@ typedef struct ss_config_user {
 	char psk_b64[64];
 } ss_config_user_t;
 
-typedef struct ss_config {
+struct ss_config {
 	ss_prog_t prog;
 	const char *prog_name; /* argv[0] basename, for messages */
 
@@ -168,7 +163,10 @@ typedef struct ss_config {
 	char password[1024]; /* -k, --password / "password" */
 	char key_b64[512];   /* --key / "key": a key, or for 2022 a PSK list */
 	uint32_t cli_set;
-} ss_config_t;
+	/* Checked as a whole and keys derived (ss_config_parse,
+	 * ss_config_validate): complete, and no longer to be changed. */
+	bool validated;
+};
 
 /* What ss_config_parse found besides a configuration. */
 typedef enum {

@@ -110,6 +110,19 @@ int ss_cfg_finish_servers(ss_config_t *cfg, char *err, size_t errlen);
 /* Wipes the entries' keys and secret text. */
 void ss_cfg_wipe_servers(ss_config_t *cfg);
 
+/* Reads the JSON file at path into cfg (ss_config_parse_json), with err
+ * naming the file. 0 or -EINVAL. */
+int ss_cfg_load_file(ss_config_t *cfg, const char *path, char *err, size_t errlen);
+
+/* Checks cfg as a whole, fills in the defaults, derives the keys, wipes the
+ * secret text (unless print_url) and marks cfg validated. Once per cfg. 0
+ * or -EINVAL with err. */
+int ss_cfg_finish(ss_config_t *cfg, char *err, size_t errlen);
+
+/* Sets one JSON key from text (ss_config_set): the key's value is read as
+ * the JSON type that key wants. 0, -ENOENT or -EINVAL with err. */
+int ss_cfg_set_key(ss_config_t *cfg, const char *key, const char *value, char *err, size_t errlen);
+
 /* Parses argv into cfg, recording what it set in cfg->cli_set. Returns
  * SS_CONFIG_RUN when parsing may go on, SS_CONFIG_HELP on -h,
  * SS_CONFIG_VERSION on --version, or SS_CONFIG_ERROR with err set. */

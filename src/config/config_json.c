@@ -615,21 +615,29 @@ static const struct json_key {
 	size_t off; /* K_STRING, K_BOOL */
 	size_t cap; /* K_STRING */
 	json_fn fn; /* K_FN */
+	/* ss_config_set reads the value as JSON text (an array, an object, a
+	 * number or a bool), not as the string itself (every K_BOOL). */
+	bool json;
 } json_keys[] = {
 #define FN(k, f, fn)                                                                               \
 	{                                                                                          \
-		k, f, K_FN, 0, 0, fn                                                               \
+		k, f, K_FN, 0, 0, fn, false                                                        \
+	}
+#define JSON(k, f, fn)                                                                             \
+	{                                                                                          \
+		k, f, K_FN, 0, 0, fn, true                                                         \
 	}
 #define STR(k, f, m)                                                                               \
 	{                                                                                          \
-		k, f, K_STRING, offsetof(ss_config_t, m), sizeof(((ss_config_t *)0)->m), NULL      \
+		k, f, K_STRING, offsetof(ss_config_t, m), sizeof(((ss_config_t *)0)->m), NULL,     \
+		    false                                                                          \
 	}
 #define BOOL(k, f, m)                                                                              \
 	{                                                                                          \
-		k, f, K_BOOL, offsetof(ss_config_t, m), 0, NULL                                    \
+		k, f, K_BOOL, offsetof(ss_config_t, m), 0, NULL, true                              \
 	}
     FN("server", SS_CF_SERVERS, j_server),
-    FN("servers", SS_CF_SERVERS, j_servers),
+    JSON("servers", SS_CF_SERVERS, j_servers),
     FN("server_url", SS_CF_SERVERS, j_server_url),
     FN("server_port", SS_CF_SERVER_PORT, j_server_port),
     FN("local_address", SS_CF_LOCAL_ADDR, j_local_addr),
@@ -646,7 +654,7 @@ static const struct json_key {
     BOOL("ipv6_first", SS_CF_IPV6_FIRST, ipv6_first),
     STR("nameserver", SS_CF_NAMESERVER, nameserver),
     FN("tunnel_address", SS_CF_TUNNEL, j_tunnel),
-    FN("verbose", SS_CF_VERBOSE, j_verbose),
+    JSON("verbose", SS_CF_VERBOSE, j_verbose),
     BOOL("fast_open", SS_CF_FAST_OPEN, fast_open),
     BOOL("reuse_port", SS_CF_REUSE_PORT, reuse_port),
     BOOL("no_delay", SS_CF_NO_DELAY, no_delay),
@@ -660,13 +668,22 @@ static const struct json_key {
     STR("plugin", SS_CF_PLUGIN, plugin),
     STR("plugin_opts", SS_CF_PLUGIN_OPTS, plugin_opts),
     FN("plugin_mode", SS_CF_PLUGIN_MODE, j_plugin_mode),
-    FN("auth", -1, j_auth),
-    FN("users", -1, j_users),
+    JSON("auth", -1, j_auth),
+    JSON("users", -1, j_users),
     FN("replay_capacity", -1, j_replay_capacity),
 #undef FN
+#undef JSON
 #undef STR
 #undef BOOL
 };
+
+static const struct json_key *json_key_find(const char *name)
+{
+	for (size_t i = 0; i < SS_ARRAY_LEN(json_keys); i++)
+		if (strcmp(name, json_keys[i].key) == 0)
+			return &json_keys[i];
+	return NULL;
+}
 
 static int apply(ss_config_t *cfg, const struct json_key *k, const cJSON *v, char *err,
 		 size_t errlen)
@@ -726,13 +743,8 @@ int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t e
 
 	cJSON_ArrayForEach(item, root)
 	{
-		const struct json_key *k = NULL;
+		const struct json_key *k = json_key_find(item->string);
 
-		for (size_t i = 0; i < SS_ARRAY_LEN(json_keys); i++)
-			if (strcmp(item->string, json_keys[i].key) == 0) {
-				k = &json_keys[i];
-				break;
-			}
 		if (k == NULL || cJSON_IsNull(item))
 			continue;
 		if (k->field >= 0 && (cfg->cli_set & ss_cfg_bit((ss_cfg_field_t)k->field)) != 0)
@@ -749,6 +761,46 @@ int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t e
 			goto out;
 	}
 out:
+	if (rc != 0)
+		ss_cfg_one_line(err, errlen);
+	wipe_secrets(root, 0);
+	cJSON_Delete(root);
+	return rc;
+}
+
+int ss_cfg_set_key(ss_config_t *cfg, const char *key, const char *value, char *err, size_t errlen)
+{
+	const struct json_key *k = json_key_find(key);
+	cJSON *root, *v = NULL;
+	int rc;
+
+	if (k == NULL) {
+		ss_cfg_err(err, errlen, "unknown key \"%s\"", key);
+		ss_cfg_one_line(err, errlen);
+		return -ENOENT;
+	}
+	if (k->json)
+		v = cJSON_Parse(value);
+	/* A yes/no key says what it wants of any text; other JSON text may
+	 * hold secrets ("users", "servers"), so it is not quoted back. */
+	if (v == NULL && k->kind != K_BOOL && k->json)
+		return ss_cfg_err(err, errlen, "\"%s\": the value is not valid JSON text", key);
+	if (v == NULL)
+		v = cJSON_CreateString(value);
+	/* Under its key in an object, so that wipe_secrets finds it. */
+	root = cJSON_CreateObject();
+	if (v == NULL || root == NULL || !cJSON_AddItemToObject(root, key, v)) {
+		cJSON_Delete(v);
+		cJSON_Delete(root);
+		ss_cfg_err(err, errlen, "\"%s\": %s", key, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	/* One server list, as in a file: a new one replaces the old. */
+	if (k->field == SS_CF_SERVERS) {
+		ss_cfg_wipe_servers(cfg);
+		cfg->n_servers = 0;
+	}
+	rc = cJSON_IsNull(v) ? 0 : apply(cfg, k, v, err, errlen);
 	if (rc != 0)
 		ss_cfg_one_line(err, errlen);
 	wipe_secrets(root, 0);

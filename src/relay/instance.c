@@ -546,14 +546,29 @@ static int instance_client_entry(struct ss_instance *inst, size_t i, char *err, 
 int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t **out, char *err,
 		       size_t errlen)
 {
-	struct ss_instance *inst = calloc(1, sizeof(*inst));
+	struct ss_instance *inst;
 	bool udp = cfg->mode != SS_MODE_TCP_ONLY;
 	/* ss-local keeps TCP for SOCKS5 even in udp_only: UDP ASSOCIATE needs it. */
 	bool tcp = cfg->mode != SS_MODE_UDP_ONLY || cfg->prog == SS_PROG_LOCAL;
-	instance_budget_t budget = instance_budget(cfg, tcp, udp);
-	size_t max_conns = budget.conns;
+	instance_budget_t budget;
+	size_t max_conns;
 	int rc = -EINVAL;
 
+	*out = NULL;
+	/* Without validation there are no keys and no defaults to run on. */
+	if (!cfg->validated) {
+		snprintf(err, errlen, "the configuration is not validated (ss_config_validate)");
+		return -EINVAL;
+	}
+	/* An embedding program has not done it as ss_program_main does; it
+	 * may be done again. */
+	if (ss_crypto_global_init() < 0) {
+		snprintf(err, errlen, "cannot initialise the crypto library");
+		return -EIO;
+	}
+	budget = instance_budget(cfg, tcp, udp);
+	max_conns = budget.conns;
+	inst = calloc(1, sizeof(*inst));
 	if (!inst) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;

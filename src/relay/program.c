@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "crypto/method.h"
 #include "crypto/primitives.h"
 #include "shadowsocks.h"

@@ -20,8 +20,10 @@
 
 #include <cmocka.h>
 
+#include "config/config.h"
 #include "crypto/primitives.h"
 #include "shadowsocks.h"
+#include "testutil.h"
 
 #define PAIRS 2
 #define CLIENTS 6 /* per pair, at once */
@@ -110,20 +112,6 @@ static void prog_stop(prog_t *p)
 {
 	ev_async_send(p->loop, &p->stop);
 	pthread_join(p->thread, NULL);
-}
-
-/* A port free on 127.0.0.1 a moment ago. */
-static int free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
 }
 
 static int connect_to(int port)
@@ -249,11 +237,11 @@ static void test_pairs_on_threads(void **state)
 	assert_int_equal(pthread_create(&echo_thread, NULL, echo_main, NULL), 0);
 
 	for (int i = 0; i < PAIRS; i++) {
-		snprintf(sport[i], sizeof(sport[i]), "%d", free_port());
+		snprintf(sport[i], sizeof(sport[i]), "%d", free_loopback_port());
 		const char *sargs[] = {"ss-server", "-s",     "127.0.0.1", "-p",       sport[i],
 				       "-k",        "secret", "-m",        methods[i], NULL};
 		prog_start(&servers[i], SS_PROG_SERVER, sargs);
-		snprintf(lport[i], sizeof(lport[i]), "%d", free_port());
+		snprintf(lport[i], sizeof(lport[i]), "%d", free_loopback_port());
 		const char *largs[] = {"ss-local", "-s", "127.0.0.1", "-p", sport[i],   "-l",
 				       lport[i],   "-k", "secret",    "-m", methods[i], NULL};
 		prog_start(&locals[i], SS_PROG_LOCAL, largs);
