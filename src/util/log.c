@@ -106,14 +106,20 @@ void ss_log_setup(const char *ident, int verbosity, bool use_syslog)
 {
 	const char *path = getenv("SS_SYSLOG_SOCKET");
 	const char *iv = getenv("SS_LOG_INTERVAL");
+	bool too_long = path && strlen(path) >= sizeof(log_sink.path);
 	char *end;
 
 	log_sink.verbosity = verbosity;
 	snprintf(log_sink.ident, sizeof(log_sink.ident), "%s", ident);
-	snprintf(log_sink.path, sizeof(log_sink.path), "%s", path && *path ? path : "/dev/log");
+	if (!path || !*path || too_long)
+		path = NULL;
+	snprintf(log_sink.path, sizeof(log_sink.path), "%s", path ? path : "/dev/log");
 	log_sink.kind = log_stderr_is_journal() ? SINK_JOURNAL : SINK_STDERR;
 	if (use_syslog)
 		ss_log_to_syslog();
+	if (too_long)
+		ss_warn("SS_SYSLOG_SOCKET is longer than a socket path can be: using %s",
+			log_sink.path);
 	log_sink.interval = SS_LOG_INTERVAL_DEFAULT;
 	if (iv) {
 		double v = strtod(iv, &end);
