@@ -125,3 +125,25 @@ def test_client_logs_an_answer_that_fails_to_authenticate(ss, echo, prog):
         assert len(lines) == 1, client.program.output()
         assert re.search(r": the answer of server \S* ?127\.0\.0\.1:%d is refused: "
                          r"authentication failed" % fake.port, lines[0]), lines[0]
+
+
+def test_tunnel_logs_a_datagram_answer_that_fails_to_authenticate(ss):
+    """UDP: a "server" that answers each datagram with random bytes; ss-tunnel
+    says so once for the three answers."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as fake, \
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as app:
+        fake.bind((sslib.LOOPBACK4, 0))
+        fake.settimeout(T(5))
+        srv = sslib.Server(None, sslib.LOOPBACK4, fake.getsockname()[1], METHOD,
+                           sslib.random_password())
+        tunnel = ss.tunnel(srv, ("127.0.0.1", 9), extra=["-u"])
+        for _ in range(3):
+            app.sendto(b"question", tunnel.addr)
+            _, src = fake.recvfrom(65536)
+            fake.sendto(os.urandom(100), src)
+        assert wait_for(lambda: warn_lines(tunnel.program), T(5)), tunnel.program.output()
+        time.sleep(0.3)
+        lines = warn_lines(tunnel.program)
+        assert len(lines) == 1, lines
+        assert re.search(r"udp 127\.0\.0\.1:\d+: an answer of server \S* ?127\.0\.0\.1:%d is "
+                         r"refused: " % srv.port, lines[0]), lines[0]
