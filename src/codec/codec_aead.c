@@ -92,8 +92,9 @@ static const char *aead_why(ss_codec_t *k, const void *dec)
 	const ss_aead_stream_t *s = dec;
 	(void)k;
 
-	return s->replayed ? "repeated salt, possible replay attack"
-			   : "decryption failed (wrong key or not a Shadowsocks client)";
+	return s->replayed
+		   ? "repeated salt, possible replay attack"
+		   : "authentication failed (a wrong password or key, or not a Shadowsocks peer)";
 }
 
 /* ---- UDP: [salt][sealed address + payload][tag], one cipher state for

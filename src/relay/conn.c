@@ -460,12 +460,8 @@ void ss_conn_reap(struct ss_instance *inst)
 		ev_prepare_stop(inst->loop, &inst->reaper);
 }
 
-void ss_conn_drain(ss_conn_t *c, const char *reason)
+static void conn_drain(ss_conn_t *c)
 {
-	char peer[SS_ADDR_STRLEN];
-
-	ss_info("%s %s: %s; reading until the peer closes", c->action,
-		ss_conn_peer(c, peer, sizeof(peer)), reason);
 	if (c->side[SS_OUT].fd >= 0) {
 		ev_io_stop(c->inst->loop, &c->side[SS_OUT].rio);
 		ev_io_stop(c->inst->loop, &c->side[SS_OUT].wio);
@@ -481,6 +477,36 @@ void ss_conn_drain(ss_conn_t *c, const char *reason)
 	c->lead_wait = false;
 	ss_conn_want(c, SS_IN, EV_READ, true);
 	conn_arm_timer(c);
+}
+
+void ss_conn_drain(ss_conn_t *c, const char *reason)
+{
+	char peer[SS_ADDR_STRLEN];
+
+	ss_info("%s %s: %s; reading until the peer closes", c->action,
+		ss_conn_peer(c, peer, sizeof(peer)), reason);
+	conn_drain(c);
+}
+
+void ss_conn_refuse(ss_conn_t *c, const char *why)
+{
+	char peer[SS_ADDR_STRLEN];
+
+	ss_refused_note(&c->inst->refused, (const struct sockaddr *)&c->peer, "%s %s: refused: %s",
+			c->action, ss_conn_peer(c, peer, sizeof(peer)), why);
+	conn_drain(c);
+}
+
+void ss_conn_answer_refused(ss_conn_t *c, const char *why)
+{
+	const ss_server_t *s = c->srv >= 0 ? &c->inst->servers.s[c->srv] : NULL;
+	char peer[SS_ADDR_STRLEN];
+
+	ss_refused_note(&c->inst->refused,
+			s && s->addr_len ? (const struct sockaddr *)&s->addr : NULL,
+			"%s %s: the answer of server %s is refused: %s", c->action,
+			ss_conn_peer(c, peer, sizeof(peer)), s ? s->name : "-", why);
+	ss_conn_close(c, NULL);
 }
 
 /* Connects the outbound side; deadline 0: the connect timeout from now

@@ -151,6 +151,13 @@ extern const ss_handshake_ops_t ss_hs_server; /* ss-server */
 void ss_conn_close(ss_conn_t *c, const char *reason);
 /* Hostile or broken peer: read and discard until EOF or timeout. */
 void ss_conn_drain(ss_conn_t *c, const char *reason);
+/* ss-server: a client refused (it failed to authenticate, replayed, sent a
+ * bad header): the refusal is logged, rate-limited (relay/refused.h), and
+ * the connection drains as with ss_conn_drain. */
+void ss_conn_refuse(ss_conn_t *c, const char *why);
+/* ss-local, ss-tunnel: the server's answer failed to decode: logged,
+ * rate-limited per server, and the connection closed. */
+void ss_conn_answer_refused(ss_conn_t *c, const char *why);
 /* Connects the outbound side to a (resolving a domain first); on the result
  * calls ops->connected. */
 void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a);

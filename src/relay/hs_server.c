@@ -117,12 +117,12 @@ static void server_inbound(ss_conn_t *c)
 	ss_pump_gather(c, SS_IN);
 	r = server_target_in_stream(c);
 	if (r == SS_ERR) {
-		ss_conn_drain(c, "invalid address header");
+		ss_conn_refuse(c, "invalid address header");
 		return;
 	}
 	if (r == SS_AGAIN) {
 		if (failed)
-			ss_conn_drain(c, k->ops->why(k, dir->codec));
+			ss_conn_refuse(c, k->ops->why(k, dir->codec));
 		return;
 	}
 connect:

@@ -207,8 +207,10 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (!inst->ops->client &&
 		    !ss_instance_client_allowed(inst, (struct sockaddr *)&peer)) {
 			char who[SS_ADDR_STRLEN];
-			ss_info("server %s: refused by the ACL",
-				ss_sockaddr_format((struct sockaddr *)&peer, who, sizeof(who)));
+			ss_refused_note(
+			    &inst->refused, (struct sockaddr *)&peer,
+			    "server %s: refused by the ACL",
+			    ss_sockaddr_format((struct sockaddr *)&peer, who, sizeof(who)));
 			close(fd);
 			continue;
 		}
@@ -595,6 +597,9 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->retry.data = inst;
 	instance_shortage_init(&inst->slots_short, "connection slots free");
 	instance_shortage_init(&inst->fds_short, "descriptors available");
+	ss_refused_init(&inst->refused, loop,
+			cfg->prog == SS_PROG_SERVER ? "refused"
+						    : "answers that failed to authenticate");
 
 	if (cfg->prog == SS_PROG_SERVER) {
 		if ((rc = ss_codec_setup(&inst->codec, cfg, inst->be, true, err, errlen)) < 0)
@@ -671,6 +676,7 @@ void ss_instance_stop(ss_instance_t *inst)
 	/* Lookups in flight finish with ECANCELED, while their owners still stand. */
 	ss_resolver_free(&inst->resolver);
 	ss_udp_free(&inst->udp);
+	ss_refused_stop(&inst->refused);
 	ss_conn_reap(inst);
 	ev_timer_stop(inst->loop, &inst->kick);
 	for (size_t i = 0; i < inst->n_plugins; i++)

@@ -10,6 +10,7 @@
 #include "net/resolver.h"
 #include "net/sock.h"
 #include "relay/conn.h"
+#include "relay/refused.h"
 #include "relay/servers.h"
 #include "relay/udp.h"
 #include "shadowsocks.h"
@@ -88,6 +89,7 @@ struct ss_instance {
 	ev_tstamp timeout;
 	ev_tstamp connect_timeout;
 	ss_stats_t stats;
+	ss_refused_t refused; /* refused clients (server), unauthenticated answers (clients) */
 	bool stopping;
 };
 

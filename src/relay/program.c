@@ -8,10 +8,12 @@
 #include "config/config.h"
 #include "crypto/method.h"
 #include "crypto/primitives.h"
+#include "relay/instance.h"
 #include "shadowsocks.h"
 #include "util/qr.h"
 #include "util/tarena.h"
 #include "util/log.h"
+#include "util/notify.h"
 #include "util/proc.h"
 
 /* The whole life of a program: configuration, process set-up, the loop. */
@@ -36,9 +38,34 @@ static void *program_ev_alloc(void *ptr, long size)
 typedef struct program {
 	struct ev_loop *loop;
 	ss_instance_t *inst;
-	int notify; /* -f: where the foreground process waits for our word; else -1 */
-	int rc;     /* the exit status */
+	int notify;     /* -f: where the foreground process waits for our word; else -1 */
+	ss_notify_t sd; /* the service manager's readiness socket (Type=notify) */
+	int rc;         /* the exit status */
 } program_t;
+
+/* The service manager's READY=1, once the listeners are open and the plugins
+ * up, with where we listen for `systemctl status`. */
+static void program_sd_ready(program_t *p)
+{
+	char status[512] = "", one[SS_ADDR_STRLEN];
+	size_t used = 0;
+	struct sockaddr_storage sa;
+
+	for (size_t i = 0; i < p->inst->n_listeners + p->inst->udp.n_listeners; i++) {
+		bool tcp = i < p->inst->n_listeners;
+		socklen_t len = sizeof(sa);
+		int fd = tcp ? p->inst->listeners[i].io.fd
+			     : p->inst->udp.listeners[i - p->inst->n_listeners].io.fd;
+		if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0 || used >= sizeof(status))
+			continue;
+		used +=
+		    (size_t)snprintf(status + used, sizeof(status) - used, "%s%s %s",
+				     used ? ", " : "", tcp ? "tcp" : "udp",
+				     ss_sockaddr_format((struct sockaddr *)&sa, one, sizeof(one)));
+	}
+	ss_notify_send(&p->sd, "READY=1\nMAINPID=%d\nSTATUS=listening on %s", (int)getpid(),
+		       status);
+}
 
 /* The loop runs on after a signal until the instance has stopped its
  * plugins and reaped them (STOPPED). */
@@ -49,6 +76,7 @@ static void program_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)revents;
 
 	ss_notice("signal %d: shutting down", w->signum);
+	ss_notify_send(&p->sd, "STOPPING=1");
 	ss_instance_stop(p->inst);
 }
 
@@ -61,6 +89,7 @@ static void program_event_cb(ss_instance_t *inst, ss_instance_event_t ev, const 
 	switch (ev) {
 	case SS_INSTANCE_READY:
 		ss_proc_daemon_ready(&p->notify, NULL);
+		program_sd_ready(p);
 		break;
 	case SS_INSTANCE_FAILED:
 		ss_err("%s", msg);
@@ -125,7 +154,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 {
 	static ss_config_t cfg;
 	const char *name = program_name(prog);
-	program_t p = {.notify = -1};
+	program_t p = {.notify = -1, .sd = {.fd = -1}};
 	ev_signal sigint, sigterm;
 	char err[1024], what[256];
 	int rc;
@@ -154,6 +183,9 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		return rc < 0 ? 1 : 0;
 	}
 	ss_log_setup(name, cfg.verbose, cfg.use_syslog);
+	/* Taken out of the environment before plugins inherit it. */
+	if (ss_notify_open(&p.sd, err, sizeof(err)) < 0)
+		ss_warn("%s", err);
 	/* A client's servers say so each (relay/servers.c). */
 	if (cfg.key_ignored && prog == SS_PROG_SERVER)
 		ss_warn("method %s encrypts nothing: the password or key is not used",
@@ -183,6 +215,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 			return rc < 0 ? 1 : 0;
 		}
 		ev_loop_fork(p.loop);
+		ss_log_to_syslog(); /* stderr is /dev/null now */
 	}
 	if (cfg.user[0] && ss_proc_drop_user(cfg.user, err, sizeof(err)) < 0) {
 		ss_err("%s", err);
@@ -210,6 +243,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	ev_signal_stop(p.loop, &sigterm);
 	ss_proc_daemon_ready(&p.notify, "stopped before it started");
 	ss_instance_destroy(p.inst);
+	ss_notify_close(&p.sd);
 	ss_config_clear(&cfg);
 	return p.rc;
 }

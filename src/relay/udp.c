@@ -39,6 +39,19 @@ static void ss_udp_drop(ss_udp_relay_t *u, const struct sockaddr *from, const ch
 		why);
 }
 
+/* Dropped as a refusal: logged at the default level, rate-limited per
+ * source (relay/refused.h): the client's address on a server, the
+ * server's (key, NULL when unknown) on a client. */
+static void udp_refuse(ss_udp_relay_t *u, const struct sockaddr *key, const struct sockaddr *from,
+		       const char *what, const char *why)
+{
+	char peer[SS_ADDR_STRLEN];
+
+	u->stats.dropped++;
+	ss_refused_note(&u->inst->refused, key, "udp %s: %s: %s",
+			udp_peer(from, peer, sizeof(peer)), what, why);
+}
+
 static ssize_t ss_udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
 			   socklen_t *fromlen)
 {
@@ -564,9 +577,11 @@ static bool udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	why = x->k->ops->udp_open_answer(x->k, x->rst, udp_ast(u, a), wire, (size_t)n, udp_now(u),
 					 &p);
 	if (why) {
-		char text[128];
-		snprintf(text, sizeof(text), "answer from the server refused: %s", why);
-		ss_udp_drop(u, client, text);
+		const ss_server_t *s = &u->inst->servers.s[a->server];
+		char what[sizeof(s->name) + 80];
+		snprintf(what, sizeof(what), "an answer of server %s is refused", s->name);
+		udp_refuse(u, s->addr_len ? (const struct sockaddr *)&s->addr : NULL, client, what,
+			   why);
 		return true;
 	}
 	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
@@ -754,7 +769,8 @@ static bool udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	if (n < 0)
 		return n == UDP_TAKEN;
 	if (!ss_instance_client_allowed(inst, (struct sockaddr *)&from)) {
-		ss_udp_drop(u, (struct sockaddr *)&from, "client refused by the ACL");
+		udp_refuse(u, (struct sockaddr *)&from, (struct sockaddr *)&from,
+			   "datagram refused", "client refused by the ACL");
 		return true;
 	}
 	/* The codec opens it as far as telling its association (the client's
@@ -766,10 +782,13 @@ static bool udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 				      &u->table, (struct sockaddr *)&d.key, d.key_len);
 	if (!why)
 		why = k->ops->udp_accept(k, x->rst, a ? udp_ast(u, a) : NULL, &d, udp_now(u), &p);
-	if (!why && inst->cfg->mtu && p.payload_len > (size_t)inst->cfg->mtu)
-		why = "larger than --mtu";
 	if (why) {
-		ss_udp_drop(u, (struct sockaddr *)&from, why);
+		udp_refuse(u, (struct sockaddr *)&from, (struct sockaddr *)&from,
+			   "datagram refused", why);
+		return true;
+	}
+	if (inst->cfg->mtu && p.payload_len > (size_t)inst->cfg->mtu) {
+		ss_udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
 		return true;
 	}
 	if (a) {

@@ -14,8 +14,19 @@ typedef enum {
 } ss_log_level_t;
 
 /* Process-wide log sink, set once by the program before the loop starts.
- * verbosity 0 prints ERROR..NOTICE, 1 adds INFO, 2 adds DEBUG. */
+ * verbosity 0 prints ERROR..NOTICE, 1 adds INFO, 2 adds DEBUG. Lines go to
+ * stderr with a time stamp; to stderr with sd-daemon(3) priority prefixes
+ * and no time stamp when JOURNAL_STREAM names stderr (systemd's journal);
+ * or, with use_syslog, to syslog (facility daemon) as RFC 3164 datagrams on
+ * /dev/log, or on the socket SS_SYSLOG_SOCKET names. SS_LOG_INTERVAL is
+ * read here too (ss_log_interval); a bad value is warned about. */
 void ss_log_setup(const char *ident, int verbosity, bool use_syslog);
+/* From now on, lines go to syslog: -f has sent stderr to /dev/null. */
+void ss_log_to_syslog(void);
+/* Seconds between the summaries of rate-limited lines (util/ratelog.h):
+ * SS_LOG_INTERVAL, or SS_LOG_INTERVAL_DEFAULT. */
+#define SS_LOG_INTERVAL_DEFAULT 60
+double ss_log_interval(void);
 bool ss_log_enabled(ss_log_level_t level);
 void ss_log(ss_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -140,7 +140,8 @@ def main():
     if "record" in opts:
         rec = {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0),
                "sid": os.getsid(0), "argv": sys.argv, "uid": os.getuid(),
-               "env": {k: v for k, v in env.items() if k.startswith("SS_")},
+               "env": {k: v for k, v in env.items()
+                       if k.startswith("SS_") or k == "NOTIFY_SOCKET"},
                "fds": fds(),
                "sigterm": str(signal.getsignal(signal.SIGTERM)),
                "sigpipe": str(signal.getsignal(signal.SIGPIPE))}
