@@ -147,6 +147,14 @@ typedef struct ss_config {
 	/* --print-url (ss-server): print the ss:// URLs clients need and exit.
 	 * The password text is then kept (for the URLs) until ss_config_clear. */
 	bool print_url;
+	/* --check: parse, look up and report what would run, then exit. */
+	bool check;
+	/* What the parser found worth a word but not an error (an unknown
+	 * JSON key), one line each, for the program to log once logging is
+	 * set up. Lines past SS_CONFIG_WARN_MAX are counted, not kept. */
+#define SS_CONFIG_WARN_MAX 8
+	char warnings[SS_CONFIG_WARN_MAX][256];
+	size_t n_warnings;
 
 	/* Empty means not given (an empty "plugin" counts as none, as libev). */
 	char acl[4096];                  /* --acl / "acl": path of the ACL file */
