@@ -36,6 +36,7 @@ enum {
 	OPT_UDP_MAX_ASSOC,
 	OPT_SERVER_URL,
 	OPT_PRINT_URL,
+	OPT_CHECK,
 };
 
 static const struct option long_options[] = {
@@ -58,6 +59,7 @@ static const struct option long_options[] = {
     {"udp-max-associations", required_argument, NULL, OPT_UDP_MAX_ASSOC},
     {"server-url", required_argument, NULL, OPT_SERVER_URL},
     {"print-url", no_argument, NULL, OPT_PRINT_URL},
+    {"check", no_argument, NULL, OPT_CHECK},
     {NULL, 0, NULL, 0},
 };
 
@@ -131,6 +133,9 @@ static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t err
 		if (cfg->prog != SS_PROG_SERVER)
 			return ss_cfg_err(err, errlen, "--print-url is for ss-server");
 		cfg->print_url = true;
+		break;
+	case OPT_CHECK:
+		cfg->check = true;
 		break;
 	case 'p':
 		if (ss_cfg_port(arg, &cfg->server_port) != 0)

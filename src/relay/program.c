@@ -7,6 +7,7 @@
 
 #include "crypto/method.h"
 #include "crypto/primitives.h"
+#include "relay/check.h"
 #include "shadowsocks.h"
 #include "util/qr.h"
 #include "util/tarena.h"
@@ -144,6 +145,14 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	case SS_CONFIG_RUN:
 		break;
 	}
+	if (cfg.check) {
+		ss_check_warnings(&cfg, stderr);
+		rc = ss_check_run(&cfg, stdout, err, sizeof(err));
+		if (rc < 0)
+			fprintf(stderr, "%s: %s\n", name, err);
+		ss_config_clear(&cfg);
+		return rc < 0 ? 1 : 0;
+	}
 	if (cfg.print_url) {
 		rc = ss_config_share_urls(&cfg, program_share_cb, (void *)name, err, sizeof(err));
 		if (rc < 0)
@@ -153,6 +162,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		return rc < 0 ? 1 : 0;
 	}
 	ss_log_setup(name, cfg.verbose, cfg.use_syslog);
+	ss_check_warnings(&cfg, NULL);
 	/* A client's servers say so each (relay/servers.c). */
 	if (cfg.key_ignored && prog == SS_PROG_SERVER)
 		ss_warn("method %s encrypts nothing: the password or key is not used",
