@@ -210,6 +210,8 @@ void ss_config_usage(ss_prog_t prog, void *out);
 /* --version text: the version, and what serves each method's crypto on this
  * CPU with the backend the programs would use. */
 void ss_config_version(ss_prog_t prog, void *out);
+/* The part of it that names the libraries, built-with and in-use versions. */
+void ss_config_version_libs(void *out);
 
 /* ss-server --print-url: each ss:// URL (SIP002) a client needs for cfg
  * (parsed with print_url), one per listen address and, with "users", per

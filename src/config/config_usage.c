@@ -68,6 +68,7 @@ void ss_config_version(ss_prog_t prog, void *out)
 			fprintf(f, "  %-30s %s\n", names[i],
 				ss_crypto_describe(be, m, line, sizeof(line)));
 	}
+	ss_config_version_libs(f);
 }
 
 void ss_config_usage(ss_prog_t prog, void *out)

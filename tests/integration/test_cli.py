@@ -415,7 +415,8 @@ def run_version(ss, prog, env=None):
     rc = p.wait_exit(T(5))
     assert rc == 0, "%s --version: exit %s\n%s" % (prog, rc, p.describe())
     out = p.stdout()
-    methods = dict(line.split(None, 1) for line in out.splitlines() if line.startswith("  "))
+    methods = dict(line.split(None, 1) for line in out.split("\nlibraries:")[0].splitlines()
+                   if line.startswith("  "))
     return out, methods
 
 
@@ -458,6 +459,41 @@ def test_version_names_what_encrypts(ss, prog):
             assert m in ("none", "plain") or re.search(r"OpenSSL|libsodium|Mbed TLS", what), \
                 "%s names no library: %s" % (m, what)
     assert methods["none"].strip() == "no encryption"
+
+
+LIBRARIES = ("libev", "c-ares", "libsodium", "Mbed TLS", "OpenSSL", "PCRE2", "cJSON",
+             "qrencode", "BLAKE3")
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_version_names_the_libraries(ss, prog):
+    """--version names each library with the version built against and the
+    one in use, each a version number where the library gives one."""
+    out, _ = run_version(ss, prog)
+    assert "\nlibraries:" in out, out
+    rows = {}
+    for line in out.split("\nlibraries:")[1].splitlines()[1:]:
+        for name in LIBRARIES:
+            if line.startswith("  " + name + " "):
+                rows[name] = line[len(name) + 2:].split(None, 1)
+    assert sorted(rows) == sorted(LIBRARIES), out
+    version = re.compile(r"^\d+\.\d+")
+    for name in ("libev", "c-ares", "libsodium", "Mbed TLS", "PCRE2", "cJSON"):
+        built, runs = rows[name]
+        assert version.match(built) and version.match(runs), "%s: %r" % (name, rows[name])
+        # Same major version: the loader would not take another soname.
+        assert built.split(".")[0] == runs.split(".")[0], "%s: %r" % (name, rows[name])
+    for name in ("OpenSSL", "qrencode", "BLAKE3"):
+        built, runs = rows[name]
+        assert version.match(runs) or "not built in" in runs or "deps/" in runs, \
+            "%s: %r" % (name, rows[name])
+    # The version of the linked library is the one the loader found.
+    ldd = subprocess.run(["ldd", ss.exe(prog)], capture_output=True, text=True).stdout
+    if "libcares" in ldd:
+        import ctypes
+        lib = ctypes.CDLL("libcares.so.2")
+        lib.ares_version.restype = ctypes.c_char_p
+        assert rows["c-ares"][1] == lib.ares_version(None).decode(), rows["c-ares"]
 
 
 @pytest.mark.parametrize("value", ("0", "off", "no"))
