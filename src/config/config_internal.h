@@ -129,4 +129,9 @@ void ss_cfg_wipe_servers(ss_config_t *cfg);
 ss_config_status_t ss_config_parse_cli(ss_config_t *cfg, int argc, char **argv, char *err,
 				       size_t errlen);
 
+/* The options prog takes ("-s", "--fast-open"), from the table the parser
+ * runs on, into out[cap]; the ones taken only to be refused with a reason
+ * are left out. Returns how many. */
+size_t ss_config_cli_options(ss_prog_t prog, char (*out)[32], size_t cap);
+
 #endif
