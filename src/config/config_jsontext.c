@@ -141,8 +141,9 @@ int ss_cfg_json_error(const char *text, const char *at, char *err, size_t errlen
 		return ss_cfg_err(err, errlen, "invalid JSON at line %d, column %d: %s", line, col,
 				  hint);
 	if ((unsigned char)*at >= 0x21 && (unsigned char)*at < 0x7f)
-		return ss_cfg_err(err, errlen, "invalid JSON at line %d, column %d: unexpected '%c'",
-				  line, col, *at);
+		return ss_cfg_err(err, errlen,
+				  "invalid JSON at line %d, column %d: unexpected '%c'", line, col,
+				  *at);
 	return ss_cfg_err(err, errlen, "invalid JSON at line %d, column %d: unexpected byte 0x%02x",
 			  line, col, (unsigned char)*at);
 }

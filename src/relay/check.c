@@ -64,8 +64,8 @@ static bool check_is_literal(const char *host)
 
 /* A client's server: where it is, its method and plugin (found on disk),
  * and the address its name has now. */
-static int check_server(const ss_config_t *cfg, size_t i, ss_resolver_t *r, FILE *out,
-			char *err, size_t errlen)
+static int check_server(const ss_config_t *cfg, size_t i, ss_resolver_t *r, FILE *out, char *err,
+			size_t errlen)
 {
 	const ss_config_server_t *s = &cfg->servers[i];
 	uint16_t port = s->port ? s->port : cfg->server_port;
@@ -91,10 +91,9 @@ static int check_server(const ss_config_t *cfg, size_t i, ss_resolver_t *r, FILE
 	while (!l.done)
 		ev_run(r->loop, EVRUN_ONCE);
 	if (l.status < 0)
-		return ss_cfg_err(err, errlen, "server %zu: cannot resolve '%s': %s", i + 1,
-				  s->host,
-				  l.status == -EHOSTUNREACH ? "no address for that name"
-							    : strerror(-l.status));
+		return ss_cfg_err(
+		    err, errlen, "server %zu: cannot resolve '%s': %s", i + 1, s->host,
+		    l.status == -EHOSTUNREACH ? "no address for that name" : strerror(-l.status));
 	fprintf(out, "  %s is at %s now\n", s->host,
 		ss_sockaddr_format((struct sockaddr *)&l.addr, where, sizeof(where)));
 	return 0;
@@ -107,11 +106,10 @@ static int check_listen(const ss_config_t *cfg, const char *host, uint16_t port,
 	socklen_t len;
 	char where[SS_ADDR_STRLEN];
 
-	if (ss_sock_resolve_startup(host, port, cfg->ipv6_first, true, &ss, &len, err, errlen) <
-	    0)
+	if (ss_sock_resolve_startup(host, port, cfg->ipv6_first, true, &ss, &len, err, errlen) < 0)
 		return -EINVAL;
-	fprintf(out, "listen: %s (%s)\n", ss_sockaddr_format((struct sockaddr *)&ss, where,
-							     sizeof(where)),
+	fprintf(out, "listen: %s (%s)\n",
+		ss_sockaddr_format((struct sockaddr *)&ss, where, sizeof(where)),
 		check_modes[cfg->mode]);
 	return 0;
 }
@@ -144,8 +142,7 @@ static int check_acl(const ss_config_t *cfg, FILE *out, char *err, size_t errlen
 	return 0;
 }
 
-static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *err,
-		     size_t errlen)
+static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *err, size_t errlen)
 {
 	char path[4096], why[512], what[256];
 	bool server = cfg->prog == SS_PROG_SERVER;
@@ -156,8 +153,8 @@ static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *
 		if (cfg->n_users)
 			fprintf(out, "users: %zu\n", cfg->n_users);
 		for (size_t i = 0; i < cfg->n_servers; i++) {
-			uint16_t port = cfg->servers[i].port ? cfg->servers[i].port
-							     : cfg->server_port;
+			uint16_t port =
+			    cfg->servers[i].port ? cfg->servers[i].port : cfg->server_port;
 			if (check_listen(cfg, cfg->servers[i].host, port, out, err, errlen) < 0)
 				return -EINVAL;
 		}
@@ -194,8 +191,8 @@ int ss_check_run(const ss_config_t *cfg, FILE *out, char *err, size_t errlen)
 		return ss_cfg_err(err, errlen, "cannot create an event loop");
 	rc = ss_resolver_init(&r, loop, cfg->nameserver, cfg->ipv6_first, err, errlen);
 	if (rc == 0) {
-		fprintf(out, "%s %s: checking the configuration%s%s\n", cfg->prog_name,
-			SS_VERSION, cfg->config_file[0] ? " from " : "", cfg->config_file);
+		fprintf(out, "%s %s: checking the configuration%s%s\n", cfg->prog_name, SS_VERSION,
+			cfg->config_file[0] ? " from " : "", cfg->config_file);
 		rc = check_all(cfg, &r, out, err, errlen);
 		ss_resolver_free(&r);
 	}

@@ -116,8 +116,7 @@ static void test_unknown_keys_warn(void **state)
 
 static void test_closest(void **state)
 {
-	static const char *const known[] = {"server", "server_port", "local_port", "mode",
-					    "mtu"};
+	static const char *const known[] = {"server", "server_port", "local_port", "mode", "mtu"};
 	(void)state;
 	assert_string_equal(ss_cfg_closest("sever", known, 5), "server");
 	assert_string_equal(ss_cfg_closest("server_prot", known, 5), "server_port");

@@ -67,7 +67,8 @@ static void check_prog(ss_prog_t prog)
 	assert_true(nt > 20 && nt < MAX_OPTS);
 	for (size_t i = 0; i < nt; i++)
 		if (!has(usage, nu, table[i]))
-			fail_msg("program %d takes %s but -h does not name it", (int)prog, table[i]);
+			fail_msg("program %d takes %s but -h does not name it", (int)prog,
+				 table[i]);
 	for (size_t i = 0; i < nu; i++)
 		if (!has(table, nt, usage[i]))
 			fail_msg("-h of program %d names %s, which it does not take", (int)prog,
