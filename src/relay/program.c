@@ -154,6 +154,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		return rc < 0 ? 1 : 0;
 	}
 	if (cfg.print_url) {
+		ss_check_warnings(&cfg, stderr);
 		rc = ss_config_share_urls(&cfg, program_share_cb, (void *)name, err, sizeof(err));
 		if (rc < 0)
 			fprintf(stderr, "%s: %s\n", name, err);
