@@ -709,7 +709,7 @@ static void wipe_secrets(cJSON *root, int depth)
  * act on, each listed in docs/compatibility.md: ss-manager's, ss-redir's,
  * and dscp. A file shared with libev's programs may hold them. */
 static const char *const libev_ignored[] = {
-    "port_password", "manager_address", "executable", "workdir", "tcp_tproxy", "dscp",
+    "port_password", "manager_address", "workdir", "tcp_tproxy", "dscp",
 };
 
 static void unknown_key(ss_config_t *cfg, const char *key)

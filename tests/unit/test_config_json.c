@@ -101,7 +101,7 @@ static void test_unknown_keys_warn(void **state)
 			    "unknown key \"methd\" in /etc/x.json, did you mean \"method\"?");
 	/* libev's keys that these programs leave alone: no word. */
 	assert_int_equal(parse("{\"port_password\": {\"1\": \"x\"}, \"manager_address\": \"a\", "
-			       "\"executable\": \"b\", \"workdir\": \"c\", \"tcp_tproxy\": true, "
+			       "\"workdir\": \"c\", \"tcp_tproxy\": true, "
 			       "\"dscp\": {}, \"timeout\": 4}"),
 			 0);
 	assert_int_equal(cfg.n_warnings, 0);
