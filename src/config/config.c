@@ -32,6 +32,20 @@ int ss_cfg_err(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
+void ss_cfg_warn(ss_config_t *cfg, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cfg->n_warnings < SS_CONFIG_WARN_MAX) {
+		char *w = cfg->warnings[cfg->n_warnings];
+		va_start(ap, fmt);
+		vsnprintf(w, sizeof(cfg->warnings[0]), fmt, ap);
+		va_end(ap);
+		ss_cfg_one_line(w, sizeof(cfg->warnings[0]));
+	}
+	cfg->n_warnings++;
+}
+
 void ss_cfg_one_line(char *err, size_t errlen)
 {
 	/* Messages quote the values they reject, which may hold any byte
@@ -260,11 +274,7 @@ int ss_cfg_load_file(ss_config_t *cfg, const char *path, char *err, size_t errle
 			   SS_CONFIG_FILE_MAX);
 		goto out;
 	}
-	if (memchr(buf, '\0', len) != NULL) {
-		ss_cfg_err(err, errlen, "config file '%s': invalid JSON (contains a NUL byte)",
-			   path);
-		goto out;
-	}
+	/* A NUL byte ends the text, as libev reads the file. */
 	buf[len] = '\0';
 	rc = ss_config_parse_json(cfg, buf, why, sizeof(why));
 	if (rc != 0)

@@ -142,6 +142,14 @@ struct ss_config {
 	/* --print-url (ss-server): print the ss:// URLs clients need and exit.
 	 * The password text is then kept (for the URLs) until ss_config_clear. */
 	bool print_url;
+	/* --check: parse, look up and report what would run, then exit. */
+	bool check;
+	/* What the parser found worth a word but not an error (an unknown
+	 * JSON key), one line each, for the program to log once logging is
+	 * set up. Lines past SS_CONFIG_WARN_MAX are counted, not kept. */
+#define SS_CONFIG_WARN_MAX 8
+	char warnings[SS_CONFIG_WARN_MAX][256];
+	size_t n_warnings;
 
 	/* Empty means not given (an empty "plugin" counts as none, as libev). */
 	char acl[4096];                  /* --acl / "acl": path of the ACL file */
@@ -200,6 +208,8 @@ void ss_config_usage(ss_prog_t prog, void *out);
 /* --version text: the version, and what serves each method's crypto on this
  * CPU with the backend the programs would use. */
 void ss_config_version(ss_prog_t prog, void *out);
+/* The part of it that names the libraries, built-with and in-use versions. */
+void ss_config_version_libs(void *out);
 
 /* ss-server --print-url: each ss:// URL (SIP002) a client needs for cfg
  * (parsed with print_url), one per listen address and, with "users", per

@@ -36,6 +36,7 @@ enum {
 	OPT_UDP_MAX_ASSOC,
 	OPT_SERVER_URL,
 	OPT_PRINT_URL,
+	OPT_CHECK,
 };
 
 static const struct option long_options[] = {
@@ -58,6 +59,7 @@ static const struct option long_options[] = {
     {"udp-max-associations", required_argument, NULL, OPT_UDP_MAX_ASSOC},
     {"server-url", required_argument, NULL, OPT_SERVER_URL},
     {"print-url", no_argument, NULL, OPT_PRINT_URL},
+    {"check", no_argument, NULL, OPT_CHECK},
     {NULL, 0, NULL, 0},
 };
 
@@ -131,6 +133,9 @@ static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t err
 		if (cfg->prog != SS_PROG_SERVER)
 			return ss_cfg_err(err, errlen, "--print-url is for ss-server");
 		cfg->print_url = true;
+		break;
+	case OPT_CHECK:
+		cfg->check = true;
 		break;
 	case 'p':
 		if (ss_cfg_port(arg, &cfg->server_port) != 0)
@@ -332,6 +337,39 @@ static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t err
 	if (rc == 0)
 		cfg->cli_set |= bit;
 	return rc;
+}
+
+/* Taken only to be refused with a reason: not options of ours. */
+static bool refused(ss_prog_t prog, int c)
+{
+	switch (c) {
+	case 'A':
+	case 'T':
+	case OPT_MANAGER_ADDRESS:
+	case OPT_EXECUTABLE:
+		return true;
+	case 'L':
+		return prog != SS_PROG_TUNNEL;
+	case OPT_SERVER_URL:
+		return prog == SS_PROG_SERVER;
+	case OPT_PRINT_URL:
+		return prog != SS_PROG_SERVER;
+	default:
+		return false;
+	}
+}
+
+size_t ss_config_cli_options(ss_prog_t prog, char (*out)[32], size_t cap)
+{
+	size_t n = 0;
+
+	for (const char *p = short_options; *p != '\0'; p++)
+		if (*p != ':' && !refused(prog, *p) && n < cap)
+			snprintf(out[n++], sizeof(out[0]), "-%c", *p);
+	for (const struct option *o = long_options; o->name != NULL; o++)
+		if (!refused(prog, o->val) && n < cap)
+			snprintf(out[n++], sizeof(out[0]), "--%s", o->name);
+	return n;
 }
 
 ss_config_status_t ss_config_parse_cli(ss_config_t *cfg, int argc, char **argv, char *err,

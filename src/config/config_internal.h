@@ -93,6 +93,19 @@ int ss_cfg_derive_key(ss_prog_t prog, const ss_method_t *m, const char *password
 int ss_cfg_plugin_carries(const ss_config_t *cfg, const char *plugin, ss_relay_mode_t plugin_mode,
 			  bool *tcp, bool *udp, const char *who, char *err, size_t errlen);
 
+/* The JSON text (config_jsontext.c). Makes text what cJSON reads the way
+ * shadowsocks-libev's parser reads it, in place:
+ * trailing commas become spaces, an unknown escape "\q" becomes "q". */
+void ss_cfg_json_relax(char *text);
+/* cJSON stopped at `at` in text: err gets the line, the column and how to
+ * fix it. Returns -EINVAL. */
+int ss_cfg_json_error(const char *text, const char *at, char *err, size_t errlen);
+/* The entry of known[n] a few edits from word (a slip of the keyboard),
+ * or NULL when none is that close. */
+const char *ss_cfg_closest(const char *word, const char *const *known, size_t n);
+/* Adds one line to cfg->warnings (dropped when they are full). */
+void ss_cfg_warn(ss_config_t *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Server entries (config_servers.c). A new entry at the end of cfg->servers,
  * zeroed, with origin (how messages name where it came from); NULL with err
  * when there are SS_MAX_SERVERS already. The caller counts it in n_servers
@@ -128,5 +141,10 @@ int ss_cfg_set_key(ss_config_t *cfg, const char *key, const char *value, char *e
  * SS_CONFIG_VERSION on --version, or SS_CONFIG_ERROR with err set. */
 ss_config_status_t ss_config_parse_cli(ss_config_t *cfg, int argc, char **argv, char *err,
 				       size_t errlen);
+
+/* The options prog takes ("-s", "--fast-open"), from the table the parser
+ * runs on, into out[cap]; the ones taken only to be refused with a reason
+ * are left out. Returns how many. */
+size_t ss_config_cli_options(ss_prog_t prog, char (*out)[32], size_t cap);
 
 #endif

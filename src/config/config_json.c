@@ -1,5 +1,7 @@
 /* The JSON configuration file, with the keys of shadowsocks-libev 3.3.5.
- * Unknown keys are ignored, as libev does; a null value counts as absent. */
+ * A null value counts as absent. An unknown key is skipped with a warning
+ * naming the closest known one (libev skips it silently); the keys libev
+ * knows that we leave alone are skipped without one. */
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -720,31 +722,45 @@ static void wipe_secrets(cJSON *root, int depth)
 	}
 }
 
-int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t errlen)
+/* Keys of shadowsocks-libev 3.3.5 (src/jconf.c) that these programs do not
+ * act on, each listed in docs/compatibility.md: ss-manager's, ss-redir's,
+ * and dscp. A file shared with libev's programs may hold them. */
+static const char *const libev_ignored[] = {
+    "port_password", "manager_address", "workdir", "tcp_tproxy", "dscp",
+};
+
+static void unknown_key(ss_config_t *cfg, const char *key)
 {
-	const char *end = NULL;
-	cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+	const char *known[SS_ARRAY_LEN(json_keys)];
+	const char *near;
+
+	for (size_t i = 0; i < SS_ARRAY_LEN(libev_ignored); i++)
+		if (strcmp(key, libev_ignored[i]) == 0)
+			return;
+	for (size_t i = 0; i < SS_ARRAY_LEN(json_keys); i++)
+		known[i] = json_keys[i].key;
+	near = ss_cfg_closest(key, known, SS_ARRAY_LEN(known));
+	if (near != NULL)
+		ss_cfg_warn(cfg, "unknown key \"%.64s\"%s%s, did you mean \"%s\"?", key,
+			    cfg->config_file[0] ? " in " : "", cfg->config_file, near);
+	else
+		ss_cfg_warn(cfg, "unknown key \"%.64s\"%s%s, ignored", key,
+			    cfg->config_file[0] ? " in " : "", cfg->config_file);
+}
+
+static int parse_root(ss_config_t *cfg, cJSON *root, char *err, size_t errlen)
+{
 	const cJSON *item;
 	bool file_servers = false;
-	int rc = 0;
 
-	if (root == NULL) {
-		int line = 1;
-		if (end == NULL || end < text)
-			return ss_cfg_err(err, errlen, "invalid JSON");
-		for (const char *p = text; p < end && *p != '\0'; p++)
-			line += *p == '\n';
-		return ss_cfg_err(err, errlen, "invalid JSON near line %d", line);
-	}
-	if (!cJSON_IsObject(root)) {
-		rc = ss_cfg_err(err, errlen, "the top level must be a JSON object");
-		goto out;
-	}
-
+	if (!cJSON_IsObject(root))
+		return ss_cfg_err(err, errlen, "the top level must be a JSON object");
 	cJSON_ArrayForEach(item, root)
 	{
 		const struct json_key *k = json_key_find(item->string);
 
+		if (k == NULL)
+			unknown_key(cfg, item->string);
 		if (k == NULL || cJSON_IsNull(item))
 			continue;
 		if (k->field >= 0 && (cfg->cli_set & ss_cfg_bit((ss_cfg_field_t)k->field)) != 0)
@@ -756,15 +772,37 @@ int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t e
 			cfg->n_servers = 0;
 			file_servers = true;
 		}
-		rc = apply(cfg, k, item, err, errlen);
-		if (rc != 0)
-			goto out;
+		if (apply(cfg, k, item, err, errlen) != 0)
+			return -EINVAL;
 	}
-out:
+	return 0;
+}
+
+int ss_config_parse_json(ss_config_t *cfg, const char *text, char *err, size_t errlen)
+{
+	size_t len = strlen(text);
+	char *buf = malloc(len + 1);
+	const char *end = NULL;
+	cJSON *root;
+	int rc;
+
+	if (buf == NULL)
+		return ss_cfg_err(err, errlen, "%s", strerror(ENOMEM));
+	/* A copy to make lenient in place; it holds the password. */
+	memcpy(buf, text, len + 1);
+	ss_cfg_json_relax(buf);
+	root = cJSON_ParseWithOpts(buf, &end, 1);
+	if (root == NULL) {
+		rc = ss_cfg_json_error(buf, end, err, errlen);
+	} else {
+		rc = parse_root(cfg, root, err, errlen);
+		wipe_secrets(root, 0);
+		cJSON_Delete(root);
+	}
 	if (rc != 0)
 		ss_cfg_one_line(err, errlen);
-	wipe_secrets(root, 0);
-	cJSON_Delete(root);
+	ss_wipe(buf, len);
+	free(buf);
 	return rc;
 }
 

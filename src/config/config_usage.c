@@ -68,6 +68,7 @@ void ss_config_version(ss_prog_t prog, void *out)
 			fprintf(f, "  %-30s %s\n", names[i],
 				ss_crypto_describe(be, m, line, sizeof(line)));
 	}
+	ss_config_version_libs(f);
 }
 
 void ss_config_usage(ss_prog_t prog, void *out)
@@ -148,8 +149,11 @@ void ss_config_usage(ss_prog_t prog, void *out)
 	fputc('\n', f);
 
 	line(f, "[-v]", "More log output; repeat for even more.");
+	line(f, "[--check]", "Check the configuration (file, ACL, plugin,");
+	more(f, "names) and print what would run; exit 1");
+	more(f, "with the first problem, else 0.");
 	line(f, "[-h, --help]", "Show this help.");
-	line(f, "[--version]", "Show the version and what runs each method's");
-	more(f, "crypto on this CPU.");
+	line(f, "[--version]", "Show the version, what runs each method's");
+	more(f, "crypto on this CPU, and the libraries.");
 	fputc('\n', f);
 }

@@ -216,6 +216,32 @@ static int plugin_use_shell(ss_plugin_t *p, const char *plugin, char *err, size_
 	return 0;
 }
 
+int ss_plugin_locate(const char *plugin, char *path, size_t cap, char *err, size_t errlen)
+{
+	ss_plugin_t p;
+	char word[4096];
+	size_t n = plugin_first_word(plugin);
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	if (plugin_is_command(plugin)) {
+		/* The shell finds what it runs; only a plain first word can be
+		 * looked for here, as ss_plugin_init does. */
+		if (n == 0 || n >= sizeof(word) || plugin[n] == '\0') {
+			snprintf(path, cap, "/bin/sh");
+			return 0;
+		}
+		memcpy(word, plugin, n);
+		word[n] = '\0';
+		plugin = word;
+	}
+	rc = plugin_find(&p, plugin, err, errlen);
+	if (rc == 0)
+		snprintf(path, cap, "%s", p.path);
+	free(p.path);
+	return rc;
+}
+
 int ss_plugin_init(ss_plugin_t *p, struct ev_loop *loop, const ss_plugin_spec_t *spec,
 		   ss_plugin_cb cb, void *data, char *err, size_t errlen)
 {

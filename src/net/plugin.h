@@ -93,6 +93,12 @@ struct ss_plugin {
 	void *data; /* the owner's */
 };
 
+/* The file plugin would run as (what ss_plugin_init executes: a path or a
+ * name found in PATH or the working directory; for a command line, its
+ * first word when that is a plain name) into path[cap]. 0, or -errno with
+ * err saying why it cannot run. Starts nothing. */
+int ss_plugin_locate(const char *plugin, char *path, size_t cap, char *err, size_t errlen);
+
 /* Finds the plugin's file, picks a free loopback port for it and builds its
  * environment; runs nothing yet. 0, or -errno with err naming the plugin and
  * the reason (not found, not executable, no port). */

@@ -9,6 +9,7 @@
 #include "crypto/method.h"
 #include "crypto/primitives.h"
 #include "relay/instance.h"
+#include "relay/check.h"
 #include "shadowsocks.h"
 #include "util/qr.h"
 #include "util/tarena.h"
@@ -174,7 +175,16 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	case SS_CONFIG_RUN:
 		break;
 	}
+	if (cfg.check) {
+		ss_check_warnings(&cfg, stderr);
+		rc = ss_check_run(&cfg, stdout, err, sizeof(err));
+		if (rc < 0)
+			fprintf(stderr, "%s: %s\n", name, err);
+		ss_config_clear(&cfg);
+		return rc < 0 ? 1 : 0;
+	}
 	if (cfg.print_url) {
+		ss_check_warnings(&cfg, stderr);
 		rc = ss_config_share_urls(&cfg, program_share_cb, (void *)name, err, sizeof(err));
 		if (rc < 0)
 			fprintf(stderr, "%s: %s\n", name, err);
@@ -186,6 +196,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	/* Taken out of the environment before plugins inherit it. */
 	if (ss_notify_open(&p.sd, err, sizeof(err)) < 0)
 		ss_warn("%s", err);
+	ss_check_warnings(&cfg, NULL);
 	/* A client's servers say so each (relay/servers.c). */
 	if (cfg.key_ignored && prog == SS_PROG_SERVER)
 		ss_warn("method %s encrypts nothing: the password or key is not used",

@@ -2,7 +2,7 @@
  * The first byte picks the program (ss-local, ss-server, ss-tunnel, by its
  * value modulo 3); the rest is the file's text. Whatever it holds, the
  * parser returns 0 or -EINVAL with a one-line message, every server entry
- * it made has a host, and the configuration is cleared without leaks or a
+ * it made has a host, its warnings are single lines, and the configuration is cleared without leaks or a
  * secret left behind (server entries and ss:// URLs included). */
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc != 0)
 		FZ_CHECK(err[0] != '\0');
 	FZ_CHECK(cfg.n_servers <= SS_MAX_SERVERS);
+	for (size_t i = 0; i < cfg.n_warnings && i < SS_CONFIG_WARN_MAX; i++)
+		FZ_CHECK(memchr(cfg.warnings[i], '\0', sizeof(cfg.warnings[i])) != NULL &&
+			 strchr(cfg.warnings[i], '\n') == NULL);
 	for (size_t i = 0; rc == 0 && i < cfg.n_servers; i++)
 		FZ_CHECK(cfg.servers[i].host[0] != '\0' &&
 			 memchr(cfg.servers[i].tag, '\0', sizeof(cfg.servers[i].tag)));

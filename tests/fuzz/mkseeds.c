@@ -160,8 +160,21 @@ static void config(void)
 	    "  {\"server\": \"off.example\", \"disabled\": true}, \"192.0.2.9:9\"],\n"
 	    " \"server_url\": [\"ss://2022-blake3-aes-128-gcm:AAECAwQFBgcICQoLDA0ODw%3D%3D@"
 	    "[2001:db8::9]:443\"]}\n";
+	/* What libev lets pass beyond JSON (a byte order mark, trailing
+	 * commas, unknown escapes), an unknown key, and a refused comment. */
+	static const char lenient[] =
+	    "\xef\xbb\xbf{\"server\": [\"192.0.2.1\",], \"server_port\": 8388,\n"
+	    " \"password\": \"a\\q,}\", \"sever_port\": 1, \"port_password\": {\"1\": \"x\",},\n"
+	    " \"local_port\": 1080, \"timeout\": 5 ,\n}\n";
+	static const char comment[] = "{\"server\": \"192.0.2.1\", // a comment\n \"mtu\": 1}\n";
 	seed_t s;
 
+	s = (seed_t){{0}, 1};
+	add(&s, lenient, sizeof(lenient) - 1);
+	put("fuzz_config", "lenient", s.b, s.n);
+	s = (seed_t){{1}, 1};
+	add(&s, comment, sizeof(comment) - 1);
+	put("fuzz_config", "comment", s.b, s.n);
 	s = (seed_t){{0}, 1};
 	add(&s, local, sizeof(local) - 1);
 	put("fuzz_config", "local", s.b, s.n);

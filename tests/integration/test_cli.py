@@ -415,7 +415,8 @@ def run_version(ss, prog, env=None):
     rc = p.wait_exit(T(5))
     assert rc == 0, "%s --version: exit %s\n%s" % (prog, rc, p.describe())
     out = p.stdout()
-    methods = dict(line.split(None, 1) for line in out.splitlines() if line.startswith("  "))
+    methods = dict(line.split(None, 1) for line in out.split("\nlibraries:")[0].splitlines()
+                   if line.startswith("  "))
     return out, methods
 
 
@@ -460,6 +461,41 @@ def test_version_names_what_encrypts(ss, prog):
     assert methods["none"].strip() == "no encryption"
 
 
+LIBRARIES = ("libev", "c-ares", "libsodium", "Mbed TLS", "OpenSSL", "PCRE2", "cJSON",
+             "qrencode", "BLAKE3")
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_version_names_the_libraries(ss, prog):
+    """--version names each library with the version built against and the
+    one in use, each a version number where the library gives one."""
+    out, _ = run_version(ss, prog)
+    assert "\nlibraries:" in out, out
+    rows = {}
+    for line in out.split("\nlibraries:")[1].splitlines()[1:]:
+        for name in LIBRARIES:
+            if line.startswith("  " + name + " "):
+                rows[name] = line[len(name) + 2:].split(None, 1)
+    assert sorted(rows) == sorted(LIBRARIES), out
+    version = re.compile(r"^\d+\.\d+")
+    for name in ("libev", "c-ares", "libsodium", "Mbed TLS", "PCRE2", "cJSON"):
+        built, runs = rows[name]
+        assert version.match(built) and version.match(runs), "%s: %r" % (name, rows[name])
+        # Same major version: the loader would not take another soname.
+        assert built.split(".")[0] == runs.split(".")[0], "%s: %r" % (name, rows[name])
+    for name in ("OpenSSL", "qrencode", "BLAKE3"):
+        built, runs = rows[name]
+        assert version.match(runs) or "not built in" in runs or "deps/" in runs, \
+            "%s: %r" % (name, rows[name])
+    # The version of the linked library is the one the loader found.
+    ldd = subprocess.run(["ldd", ss.exe(prog)], capture_output=True, text=True).stdout
+    if "libcares" in ldd:
+        import ctypes
+        lib = ctypes.CDLL("libcares.so.2")
+        lib.ares_version.restype = ctypes.c_char_p
+        assert rows["c-ares"][1] == lib.ares_version(None).decode(), rows["c-ares"]
+
+
 @pytest.mark.parametrize("value", ("0", "off", "no"))
 def test_version_with_own_code_turned_off(ss, value):
     """SS_OWN_CRYPTO=0 (off, no): every method from a library, and --version
@@ -490,54 +526,3 @@ def test_startup_line_and_library_peer(ss, echo, method):
         sslib.small_exchange(s, 200000)
     finally:
         s.close()
-
-
-# ---------------------------------------------------------------------------
-# -h, the man pages and the completions name the same options
-
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-
-
-def help_options(ss, prog):
-    rc, p = ss.run(prog, ["-h"])
-    assert rc == 0, p.describe()
-    text = p.stdout() + p.stderr()
-    opts = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-[a-zA-Z0-9])(?![\w-])", text))
-    assert "-s" in opts and "--version" in opts, text
-    return opts
-
-
-def bash_completions(prog):
-    """What completions/bash offers after `prog -`."""
-    script = ("source %s; COMP_WORDS=(%s -); COMP_CWORD=1; _ss_complete %s; "
-              "printf '%%s\\n' \"${COMPREPLY[@]}\"" % (
-                  os.path.join(ROOT, "completions", "bash"), prog, prog))
-    res = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
-                         timeout=30)
-    assert res.returncode == 0, res.stderr
-    return set(res.stdout.split())
-
-
-@pytest.mark.parametrize("prog", PROGS)
-def test_help_man_page_and_completions_agree(ss, prog):
-    """Every option of -h is in the program's man page (as an option
-    heading), offered by the bash completion for that program, and named
-    in the zsh completion; each program's own options (-L, --server-url,
-    --print-url) only where they belong."""
-    opts = help_options(ss, prog)
-    with open(os.path.join(ROOT, "docs", prog + ".1")) as f:
-        man = f.read()
-    with open(os.path.join(ROOT, "completions", "zsh")) as f:
-        zsh = f.read()
-    bash = bash_completions(prog)
-    for o in sorted(opts):
-        heading = "\\fB" + o.replace("-", "\\-") + "\\fR"
-        assert heading in man, "%s: %s is not in %s.1" % (prog, o, prog)
-        assert o in bash, "%s: completions/bash does not offer %s" % (prog, o)
-        assert re.search(r"['\"{,*]%s[\[',}]" % re.escape(o), zsh), \
-            "%s: completions/zsh does not name %s" % (prog, o)
-    assert ("--print-url" in opts) == (prog == "ss-server")
-    assert ("--server-url" in opts) == (prog != "ss-server")
-    assert ("-L" in opts) == (prog == "ss-tunnel")
-    for own in ("--print-url", "--server-url", "-L"):
-        assert (own in bash) == (own in opts), "%s: completions/bash and %s" % (prog, own)

@@ -837,9 +837,9 @@ static void test_json_errors(void **state)
 
 	expect_json_error(SS_PROG_LOCAL,
 			  "{\n  \"server\": \"a\",\n  \"server_port\": ,\n  \"password\": \"x\"\n}",
-			  "invalid JSON near line 3");
+			  "invalid JSON at line 3, column 18: a value is missing after the ':'");
 	expect_json_error(SS_PROG_LOCAL, "{\"server\": \"a\"} trailing",
-			  "invalid JSON near line 1");
+			  "invalid JSON at line 1, column 17: text after the end");
 	/* Control characters in a quoted value do not break the line. */
 	expect_json_error(SS_PROG_LOCAL, "{\"method\": \"rot\\n13\"}", "unknown method 'rot?13'");
 	ss_config_init(&cfg, SS_PROG_LOCAL);
