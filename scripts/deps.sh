@@ -5,11 +5,12 @@ set -e
 PKGS="make cmake gcc pkg-config libev-dev libc-ares-dev libsodium-dev libmbedtls-dev
 libpcre2-dev libssl-dev libcjson-dev libqrencode-dev libcmocka-dev python3 python3-pytest
 shadowsocks-libev curl v2ray b3sum python3-cryptography clang zbar-tools simple-obfs
-shadowsocks-v2ray-plugin
-build-essential debhelper dpkg-dev fakeroot lintian systemd strace"
+shadowsocks-v2ray-plugin"
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 updated=""
+# Building and checking the Debian packages (tests/package).
+PKGS="$PKGS build-essential debhelper dpkg-dev fakeroot lintian systemd strace"
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
