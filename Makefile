@@ -4,6 +4,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 TSAN_BUILD ?= build-tsan
+DEB_BUILD ?= build-deb
 # make fuzz: each target runs FUZZ_TIME seconds or FUZZ_RUNS inputs, whichever
 # ends first, JOBS targets at once; findings go under FUZZ_DIR.
 FUZZ_TIME ?= 3600
@@ -13,7 +14,7 @@ FUZZ_DIR ?= $(FUZZ_BUILD)/campaign
 FUZZ_TIMEOUT ?= 10
 
 .PHONY: all deps build build-asan build-tsan build-fuzz run test test-release test-asan \
-	test-tsan test-fuzz fuzz soak bench clean
+	test-tsan test-fuzz fuzz soak bench deb clean
 
 all: build
 
@@ -70,5 +71,9 @@ soak: build
 bench: build
 	/usr/bin/python3 tests/bench/bench.py --ours $(BUILD)
 
+# The Debian packages (debian/README.md), built from a copy of the tree.
+deb: deps
+	scripts/build-deb.sh $(DEB_BUILD)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(DEB_BUILD)

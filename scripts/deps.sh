@@ -9,6 +9,8 @@ shadowsocks-v2ray-plugin systemd dbus util-linux fish zsh"
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 updated=""
+# Building and checking the Debian packages (tests/package).
+PKGS="$PKGS build-essential debhelper dpkg-dev fakeroot lintian strace"
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

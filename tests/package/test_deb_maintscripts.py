@@ -1,0 +1,130 @@
+"""The maintainer scripts, run by dpkg itself on a scratch root: dpkg --root
+with a database of its own, and the scripts run outside a chroot with
+DPKG_ROOT set, as dpkg does for --force-script-chrootless. Dependencies are
+not in the scratch database, hence --force-depends. dpkg runs in a mount
+namespace with an empty /run, so the scripts never see a running systemd on
+the machine (they would reload it)."""
+
+import base64
+import json
+import os
+import stat
+import subprocess
+
+import sslib
+
+CONF = ("etc", "shadowsocks-c", "config.json")
+
+
+def make_root(path):
+    for d in ("info", "updates", "triggers"):
+        os.makedirs(os.path.join(path, "var", "lib", "dpkg", d))
+    open(os.path.join(path, "var", "lib", "dpkg", "status"), "w").close()
+    return str(path)
+
+
+def dpkg(root, *args):
+    cmd = ["dpkg", "--root=" + root, "--force-script-chrootless", "--force-depends",
+           "--log=/dev/null"] + list(args)
+    r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                        'mount -t tmpfs none /run && exec "$@"', "dpkg"] + cmd,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, "%s: exit %d\n%s%s" % (cmd, r.returncode, r.stdout, r.stderr)
+    return r.stdout
+
+
+def status(root):
+    r = subprocess.run(["dpkg-query", "--admindir=" + os.path.join(root, "var", "lib", "dpkg"),
+                        "-W", "-f", "${Status}", "shadowsocks-c"], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else "absent"
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def check_generated(path):
+    st = os.stat(path)
+    assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == 0 and st.st_gid == 0, oct(st.st_mode)
+    conf = json.loads(read(path))
+    assert set(conf) == {"server_port", "password", "method", "mode"}, conf
+    assert len(base64.b64decode(conf["password"], validate=True)) == 24, conf["password"]
+    return conf
+
+
+def test_install_makes_a_private_config_that_works(debs, tmp_path, root_procs, echo, blob):
+    root = make_root(tmp_path / "a")
+    dpkg(root, "-i", debs.deb("shadowsocks-c"))
+    assert status(root) == "install ok installed"
+    path = os.path.join(root, *CONF)
+    conf = check_generated(path)
+    # Each installation draws its own password.
+    other = make_root(tmp_path / "b")
+    dpkg(other, "-i", debs.deb("shadowsocks-c"))
+    assert check_generated(os.path.join(other, *CONF))["password"] != conf["password"]
+
+    bindir = os.path.join(root, "usr", "bin")
+    r = subprocess.run([os.path.join(bindir, "ss-server"), "--check", "-c", path],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The file as made serves a client holding its password, on a loopback
+    # address and free port given on the command line.
+    p, port = root_procs.start_listening(
+        os.path.join(bindir, "ss-server"),
+        lambda port: ["-c", path, "-s", sslib.LOOPBACK4, "-p", port])
+    server = sslib.Server(p, sslib.LOOPBACK4, port, conf["method"], conf["password"])
+    client = sslib.start_local(root_procs, os.path.join(bindir, "ss-local"), server)
+    with sslib.socks5_connect(client.addr, *echo.addr) as s:
+        sslib.echo_check(s, blob(64 << 10))
+
+
+def test_upgrade_remove_and_purge_respect_the_config(debs, tmp_path):
+    root = make_root(tmp_path / "r")
+    deb = debs.deb("shadowsocks-c")
+    dpkg(root, "-i", deb)
+    path = os.path.join(root, *CONF)
+    edited = read(path).replace("8388", "8389")
+    with open(path, "w") as f:
+        f.write(edited)
+    own = os.path.join(root, "etc", "shadowsocks-c", "main.json")
+    with open(own, "w") as f:
+        f.write("{}\n")
+
+    dpkg(root, "-i", deb)  # a reinstallation runs postinst as an upgrade does
+    assert read(path) == edited
+    os.unlink(path)
+    dpkg(root, "-i", deb)
+    assert not os.path.exists(path), "an upgrade made the deleted config again"
+    with open(path, "w") as f:
+        f.write(edited)
+
+    dpkg(root, "-r", "shadowsocks-c")
+    assert status(root) == "deinstall ok config-files"
+    assert not os.path.exists(os.path.join(root, "usr", "bin", "ss-server"))
+    assert read(path) == edited
+
+    dpkg(root, "-P", "shadowsocks-c")
+    assert status(root) == "absent"
+    assert not os.path.exists(path)
+    # What the administrator wrote is theirs: it stays, and its directory.
+    assert read(own) == "{}\n"
+    state = os.path.join(root, "var", "lib", "systemd", "deb-systemd-helper-enabled")
+    assert not os.path.exists(os.path.join(state, "ss-server.service.dsh-also"))
+
+
+def test_purge_leaves_no_directory_behind(debs, tmp_path):
+    root = make_root(tmp_path / "p")
+    dpkg(root, "-i", debs.deb("shadowsocks-c"))
+    assert os.path.exists(os.path.join(root, *CONF))
+    dpkg(root, "-P", "shadowsocks-c")
+    assert not os.path.exists(os.path.join(root, "etc", "shadowsocks-c"))
+    assert not os.path.exists(os.path.join(root, "usr", "bin", "ss-server"))
+
+
+def test_units_never_enabled_on_install(debs, tmp_path):
+    root = make_root(tmp_path / "u")
+    dpkg(root, "-i", debs.deb("shadowsocks-c"))
+    wants = os.path.join(root, "etc", "systemd", "system", "multi-user.target.wants")
+    assert not os.path.isdir(wants) or not os.listdir(wants), os.listdir(wants)
+    assert os.path.exists(os.path.join(root, "lib", "systemd", "system", "ss-server@.service"))
