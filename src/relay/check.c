@@ -27,12 +27,14 @@ void ss_check_warnings(const ss_config_t *cfg, FILE *f)
 
 	for (size_t i = 0; i < n; i++) {
 		if (f)
-			fprintf(f, "%s: warning: %s\n", cfg->prog_name, cfg->warnings[i]);
+			fprintf(f, "%s%s: warning: %s\n", f == stderr ? ss_log_stderr_prefix(SS_LOG_WARN) : "",
+				cfg->prog_name, cfg->warnings[i]);
 		else
 			ss_warn("%s", cfg->warnings[i]);
 	}
 	if (cfg->n_warnings > n && f)
-		fprintf(f, "%s: warning: %zu more\n", cfg->prog_name, cfg->n_warnings - n);
+		fprintf(f, "%s%s: warning: %zu more\n", f == stderr ? ss_log_stderr_prefix(SS_LOG_WARN) : "",
+			cfg->prog_name, cfg->n_warnings - n);
 	else if (cfg->n_warnings > n)
 		ss_warn("%zu more warnings", cfg->n_warnings - n);
 }

@@ -162,7 +162,8 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	if (ss_crypto_global_init() < 0) {
-		fprintf(stderr, "%s: cannot initialise the crypto library\n", name);
+		fprintf(stderr, "%s%s: cannot initialise the crypto library\n",
+			ss_log_stderr_prefix(SS_LOG_ERROR), name);
 		return 1;
 	}
 	switch (ss_config_parse(&cfg, prog, argc, argv, stdout, err, sizeof(err))) {
@@ -170,7 +171,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	case SS_CONFIG_VERSION:
 		return 0;
 	case SS_CONFIG_ERROR:
-		fprintf(stderr, "%s: %s\n", name, err);
+		fprintf(stderr, "%s%s: %s\n", ss_log_stderr_prefix(SS_LOG_ERROR), name, err);
 		return 1;
 	case SS_CONFIG_RUN:
 		break;
@@ -179,7 +180,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		ss_check_warnings(&cfg, stderr);
 		rc = ss_check_run(&cfg, stdout, err, sizeof(err));
 		if (rc < 0)
-			fprintf(stderr, "%s: %s\n", name, err);
+			fprintf(stderr, "%s%s: %s\n", ss_log_stderr_prefix(SS_LOG_ERROR), name, err);
 		ss_config_clear(&cfg);
 		return rc < 0 ? 1 : 0;
 	}

@@ -137,6 +137,13 @@ double ss_log_interval(void)
 	return log_sink.interval;
 }
 
+const char *ss_log_stderr_prefix(ss_log_level_t level)
+{
+	static const char *const prefixes[] = {"<3>", "<4>", "<5>", "<6>", "<7>"};
+
+	return log_stderr_is_journal() ? prefixes[level] : "";
+}
+
 bool ss_log_enabled(ss_log_level_t level)
 {
 	return (int)level <= (int)SS_LOG_NOTICE + log_sink.verbosity;

@@ -27,6 +27,10 @@ void ss_log_to_syslog(void);
  * SS_LOG_INTERVAL, or SS_LOG_INTERVAL_DEFAULT. */
 #define SS_LOG_INTERVAL_DEFAULT 60
 double ss_log_interval(void);
+/* For the lines a program writes to stderr itself before (or instead of)
+ * setting up the log, such as a configuration error: the sd-daemon(3)
+ * priority prefix when stderr is the journal, "" otherwise. */
+const char *ss_log_stderr_prefix(ss_log_level_t level);
 bool ss_log_enabled(ss_log_level_t level);
 void ss_log(ss_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import socket
+import subprocess
 import tempfile
 import time
 
@@ -139,3 +140,23 @@ def test_journal_stream_of_another_file_is_ignored(procs, bin_dir, tmp_path):
     lines = err.read_text().splitlines()
     assert lines and all(re.match(r" \d{4}-\d\d-\d\d \d\d:\d\d:\d\d (INFO|WARN): ", ln)
                          for ln in lines), lines
+
+
+@pytest.mark.parametrize("check", (False, True))
+def test_journal_gets_configuration_errors_at_err(bin_dir, tmp_path, check):
+    """A broken file fails the start (and --check, which a unit runs first)
+    with its message at priority err, so `journalctl -p err` shows why."""
+    conf = tmp_path / "config.json"
+    conf.write_text('{"server_port": 8388, "password": "pw", "sever": "x",\n')
+    err = tmp_path / "stderr"
+    err.write_bytes(b"")
+    st = os.stat(err)
+    env = dict(os.environ, JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
+    argv = [os.path.join(bin_dir, "ss-server"), "-c", str(conf)] + (["--check"] if check else [])
+    with open(err, "wb") as f:
+        rc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=f, timeout=T(10)).returncode
+    lines = err.read_text().splitlines()
+    assert rc == 1, lines
+    assert lines and all(ln.startswith("<3>ss-server: ") for ln in lines), lines
+    assert "invalid JSON" in lines[0], lines
