@@ -64,10 +64,21 @@ static void socks5_consume(ss_conn_t *c, size_t used)
 }
 
 /* The request parsed into c->target, used bytes long: what follows is
- * early payload, which stays in the handshake area until the stream starts. */
-static void socks_connect(ss_conn_t *c, size_t used)
+ * early payload, which stays in the handshake area until the stream starts.
+ * CONNECT is 1 in SOCKS4 as in SOCKS5. */
+static void socks_connect(ss_conn_t *c, uint8_t cmd, size_t used)
 {
-	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN];
+	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN], why[64];
+
+	if (cmd != SS_SOCKS5_CMD_CONNECT) {
+		snprintf(why, sizeof(why), "unsupported %s command %u", c->action, cmd);
+		socks5_fail(c, SS_SOCKS5_REP_COMMAND_NOT_SUPPORTED, why);
+		return;
+	}
+	if (c->inst->cfg->mode == SS_MODE_UDP_ONLY) {
+		socks5_fail(c, SS_SOCKS5_REP_NOT_ALLOWED, "TCP relay is off (-U)");
+		return;
+	}
 
 	ss_info("%s %s: connect %s", c->action, ss_conn_peer(c, peer, sizeof(peer)),
 		ss_addr_format(&c->target, target, sizeof(target)));
@@ -105,17 +116,7 @@ static void socks4_request(ss_conn_t *c, const uint8_t *hs)
 			    "SOCKS4 refused: SOCKS credentials are required");
 		return;
 	}
-	if (c->inst->cfg->mode == SS_MODE_UDP_ONLY) {
-		socks5_fail(c, SS_SOCKS5_REP_GENERAL_FAILURE, "TCP relay is off (-U)");
-		return;
-	}
-	if (cmd != SS_SOCKS4_CMD_CONNECT) {
-		char why[64];
-		snprintf(why, sizeof(why), "unsupported SOCKS4 command %u", cmd);
-		socks5_fail(c, SS_SOCKS5_REP_GENERAL_FAILURE, why);
-		return;
-	}
-	socks_connect(c, used);
+	socks_connect(c, cmd, used);
 }
 
 static void socks5_inbound(ss_conn_t *c)
@@ -203,17 +204,7 @@ static void socks5_inbound(ss_conn_t *c)
 		ss_conn_udp_control(c);
 		return;
 	}
-	if (cmd == SS_SOCKS5_CMD_CONNECT && cfg->mode == SS_MODE_UDP_ONLY) {
-		socks5_fail(c, SS_SOCKS5_REP_NOT_ALLOWED, "TCP relay is off (-U)");
-		return;
-	}
-	if (cmd != SS_SOCKS5_CMD_CONNECT) {
-		char why[64];
-		snprintf(why, sizeof(why), "unsupported SOCKS5 command %u", cmd);
-		socks5_fail(c, SS_SOCKS5_REP_COMMAND_NOT_SUPPORTED, why);
-		return;
-	}
-	socks_connect(c, used);
+	socks_connect(c, cmd, used);
 }
 
 static ss_socks5_rep_t socks5_rep_for(int err)

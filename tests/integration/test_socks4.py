@@ -175,3 +175,12 @@ def test_server_not_running(ss, echo):
         s.sendall(request(echo.port))
         refused(s, "a request with the server down")
     assert echo.accepted == 0
+
+
+def test_udp_only_refuses(ss, echo):
+    """-U: the TCP relay is off, so CONNECT gets 91."""
+    local = ss.local(ss.server(), extra=["-U"])
+    with sslib.connect(*local.addr) as s:
+        s.sendall(request(echo.port))
+        refused(s, "a request with -U")
+    assert echo.accepted == 0
