@@ -11,11 +11,12 @@
 #include "util/log.h"
 #include "util/result.h"
 
-/* ss-local: the SOCKS5 handshake, and SOCKS4/4a on the same port (told
- * apart by the first byte; the two share the connect and its reply). The reply is sent once the
- * server is reached, so a client learns when it is not; the client's first payload then rides with
- * the address header. Handshake bytes are read into the tail of the inbound buffer, clear of where
- * the first chunk is built. */
+/* ss-local: the SOCKS5 handshake, and SOCKS4/4a on the same port, told
+ * apart by the first byte; the two share the connect and its reply. The
+ * reply is sent once the server is reached, so a client learns when it is
+ * not; the client's first payload then rides with the address header.
+ * Handshake bytes are read into the tail of the inbound buffer, clear of
+ * where the first chunk is built. */
 
 #define HS_CAP (SS_RELAY_BUF_SIZE - SS_HS_OFF)
 

@@ -4,6 +4,7 @@ requests check the replies to what is refused or malformed."""
 
 import http.server
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -184,3 +185,36 @@ def test_udp_only_refuses(ss, echo):
         s.sendall(request(echo.port))
         refused(s, "a request with -U")
     assert echo.accepted == 0
+
+
+def test_fails_over_to_a_live_server(ss, echo):
+    """Two servers, one with nothing listening: every SOCKS4 connection is
+    granted, through the live one."""
+    server = ss.server()
+    local = ss.local(server, extra=["-s", "127.0.0.2", "-v"])
+    for _ in range(6):
+        with sslib.socks4_connect(local.addr, *echo.addr, timeout=T(10)) as s:
+            sslib.small_exchange(s, 500)
+    assert echo.accepted == 6
+    out = local.program.output()
+    assert "127.0.0.2:%d: down" % server.port in out, "the dead server was never tried:\n" + out
+
+
+def test_acl_bypass(ss, tmp_path, echo):
+    """An ACL bypass rule applies to SOCKS4 addresses and SOCKS4a names as
+    to SOCKS5 ones: the target is reached without the server (ss-local
+    resolves the bypassed name from a hosts file of the test's own)."""
+    acl = tmp_path / "bypass.acl"
+    acl.write_text("[proxy_all]\n[bypass_list]\n127.0.0.0/8\n|%s\n" % NAME)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 %s\n" % NAME)
+    server = ss.server(extra=["-v"])
+    local = ss.local(server, extra=["--acl", str(acl), "-v"],
+                     env={"SS_HOSTS_FILE": str(hosts)})
+    for host in ("127.0.0.1", NAME):
+        with sslib.socks4_connect(local.addr, host, echo.port, timeout=T(10)) as s:
+            sslib.small_exchange(s, 500)
+        assert "bypass %s:%d (ACL)" % (host, echo.port) in local.program.output()
+    assert echo.accepted == 2
+    assert re.findall(r"connect (\S+)", server.program.output()) == [], \
+        server.program.output()
