@@ -4,20 +4,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "proto/socks4.h"
 #include "proto/socks5.h"
 #include "relay/conn.h"
 #include "relay/instance.h"
 #include "util/log.h"
 #include "util/result.h"
 
-/* ss-local: the SOCKS5 handshake. The reply is sent once the server is
- * reached, so a client learns when it is not; the client's first payload then
- * rides with the address header. Handshake bytes are read into the tail of
- * the inbound buffer, clear of where the first chunk is built. */
+/* ss-local: the SOCKS5 handshake, and SOCKS4/4a on the same port, told
+ * apart by the first byte; the two share the connect and its reply. The
+ * reply is sent once the server is reached, so a client learns when it is
+ * not; the client's first payload then rides with the address header.
+ * Handshake bytes are read into the tail of the inbound buffer, clear of
+ * where the first chunk is built. */
 
 #define HS_CAP (SS_RELAY_BUF_SIZE - SS_HS_OFF)
 
-enum { STAGE_GREETING, STAGE_REQUEST };
+enum { STAGE_GREETING, STAGE_REQUEST, STAGE_SOCKS4 };
 
 static void socks5_send(ss_conn_t *c, const uint8_t *p, size_t n)
 {
@@ -35,10 +38,13 @@ static void socks5_end(ss_conn_t *c, const char *why)
 	ss_conn_drain(c, why);
 }
 
+/* A SOCKS4 client hears 91 whatever the SOCKS5 reply would have said. */
 static void socks5_fail(ss_conn_t *c, ss_socks5_rep_t rep, const char *why)
 {
 	uint8_t out[32];
-	size_t n = ss_socks5_encode_reply(rep, NULL, out, sizeof(out));
+	size_t n = c->hs.stage == STAGE_SOCKS4
+		       ? ss_socks4_encode_reply(SS_SOCKS4_REP_REJECTED, out)
+		       : ss_socks5_encode_reply(rep, NULL, out, sizeof(out));
 
 	socks5_send(c, out, n);
 	socks5_end(c, why);
@@ -56,6 +62,62 @@ static void socks5_consume(ss_conn_t *c, size_t used)
 
 	memmove(hs, hs + used, c->hs.fill - used);
 	c->hs.fill -= used;
+}
+
+/* The request parsed into c->target, used bytes long: what follows is
+ * early payload, which stays in the handshake area until the stream starts.
+ * CONNECT is 1 in SOCKS4 as in SOCKS5. */
+static void socks_connect(ss_conn_t *c, uint8_t cmd, size_t used)
+{
+	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN], why[64];
+
+	if (cmd != SS_SOCKS5_CMD_CONNECT) {
+		snprintf(why, sizeof(why), "unsupported %s command %u", c->action, cmd);
+		socks5_fail(c, SS_SOCKS5_REP_COMMAND_NOT_SUPPORTED, why);
+		return;
+	}
+	if (c->inst->cfg->mode == SS_MODE_UDP_ONLY) {
+		socks5_fail(c, SS_SOCKS5_REP_NOT_ALLOWED, "TCP relay is off (-U)");
+		return;
+	}
+
+	ss_info("%s %s: connect %s", c->action, ss_conn_peer(c, peer, sizeof(peer)),
+		ss_addr_format(&c->target, target, sizeof(target)));
+	c->hs.early = (uint16_t)used;
+	ss_conn_connect_route(c);
+}
+
+/* SOCKS4 has no password: once SOCKS credentials can be configured,
+ * return false when they are, so that it cannot go around them. */
+static bool socks4_allowed(const ss_conn_t *c)
+{
+	(void)c;
+	return true; /* HOOK: SOCKS credentials configured -> false */
+}
+
+static void socks4_request(ss_conn_t *c, const uint8_t *hs)
+{
+	size_t used;
+	uint8_t cmd = 0;
+	int r = ss_socks4_parse_request(hs, c->hs.fill, &used, &cmd, &c->target);
+
+	if (r == SS_AGAIN) {
+		if (c->hs.fill == HS_CAP)
+			ss_conn_close(c, "SOCKS4 request too long");
+		return;
+	}
+	if (r == SS_ERR) {
+		socks5_fail(c, SS_SOCKS5_REP_GENERAL_FAILURE,
+			    "malformed SOCKS4 request (a user id or host name over 255 bytes, or "
+			    "an empty host name)");
+		return;
+	}
+	if (!socks4_allowed(c)) {
+		socks5_fail(c, SS_SOCKS5_REP_GENERAL_FAILURE,
+			    "SOCKS4 refused: SOCKS credentials are required");
+		return;
+	}
+	socks_connect(c, cmd, used);
 }
 
 static void socks5_inbound(ss_conn_t *c)
@@ -80,6 +142,15 @@ static void socks5_inbound(ss_conn_t *c)
 	}
 	c->hs.fill += n;
 	ss_conn_touch(c);
+
+	if (c->hs.stage == STAGE_GREETING && hs[0] == SS_SOCKS4_VERSION) {
+		c->hs.stage = STAGE_SOCKS4;
+		c->action = "socks4";
+	}
+	if (c->hs.stage == STAGE_SOCKS4) {
+		socks4_request(c, hs);
+		return;
+	}
 
 	if (c->hs.stage == STAGE_GREETING) {
 		bool noauth = false;
@@ -134,22 +205,7 @@ static void socks5_inbound(ss_conn_t *c)
 		ss_conn_udp_control(c);
 		return;
 	}
-	if (cmd == SS_SOCKS5_CMD_CONNECT && cfg->mode == SS_MODE_UDP_ONLY) {
-		socks5_fail(c, SS_SOCKS5_REP_NOT_ALLOWED, "TCP relay is off (-U)");
-		return;
-	}
-	if (cmd != SS_SOCKS5_CMD_CONNECT) {
-		char why[64];
-		snprintf(why, sizeof(why), "unsupported SOCKS5 command %u", cmd);
-		socks5_fail(c, SS_SOCKS5_REP_COMMAND_NOT_SUPPORTED, why);
-		return;
-	}
-	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN];
-	ss_info("socks5 %s: connect %s", ss_conn_peer(c, peer, sizeof(peer)),
-		ss_addr_format(&c->target, target, sizeof(target)));
-	/* Early payload stays in the handshake area until the stream starts. */
-	c->hs.early = (uint16_t)used;
-	ss_conn_connect_route(c);
+	socks_connect(c, cmd, used);
 }
 
 static ss_socks5_rep_t socks5_rep_for(int err)
@@ -180,7 +236,9 @@ static void socks5_connected(ss_conn_t *c, int err)
 		socks5_fail(c, socks5_rep_for(err), why);
 		return;
 	}
-	size_t n = ss_socks5_encode_reply(SS_SOCKS5_REP_SUCCEEDED, NULL, out, sizeof(out));
+	size_t n = c->hs.stage == STAGE_SOCKS4
+		       ? ss_socks4_encode_reply(SS_SOCKS4_REP_GRANTED, out)
+		       : ss_socks5_encode_reply(SS_SOCKS5_REP_SUCCEEDED, NULL, out, sizeof(out));
 	socks5_send(c, out, n);
 	uint8_t *hs = c->dir[SS_IN].buf + SS_HS_OFF;
 	ss_conn_client_stream(c, hs + c->hs.early, c->hs.fill - c->hs.early);

@@ -8,9 +8,10 @@ back and come out again), then the count is taken, 200 TCP connections and
 2,000 datagrams go through, and the count is taken again: it must not move.
 
 Traffic per round: TCP through ss-tunnel (ssload rr) and through ss-local to
-the name "target.test", which ss-server resolves itself with c-ares from a
-DNS responder on loopback (every lookup goes through c-ares); UDP through
-ss-tunnel (ssload udp-send) and through ss-local's SOCKS5 UDP ASSOCIATE. One
+the name "target.test" (over SOCKS5 and SOCKS4a in turn), which ss-server
+resolves itself with c-ares from a DNS responder on loopback (every lookup
+goes through c-ares); UDP through ss-tunnel (ssload udp-send) and through
+ss-local's SOCKS5 UDP ASSOCIATE. One
 case runs all three with a SIP003u plugin (tests/integration/xorplugin.py)
 carrying TCP and UDP; another gives ss-local and ss-tunnel two servers of
 different methods, one of them behind such a plugin of its own."""
@@ -93,8 +94,8 @@ def traffic(ssload, tunnel, local, sink_port, uecho, conns, datagrams, parallel)
     run_ssload(ssload, ["rr", "--connect", "%s:%d" % tunnel.addr, "--count", str(conns // 2),
                         "--size", "512", "--conns", str(parallel), "--timeout", "30"])
     for _ in range(conns // 2 // parallel):
-        socks = [sslib.socks5_connect(local.addr, "target.test", sink_port, timeout=T(5))
-                 for _ in range(parallel)]
+        socks = [(sslib.socks4_connect if i % 2 else sslib.socks5_connect)(
+            local.addr, "target.test", sink_port, timeout=T(5)) for i in range(parallel)]
         for s in socks:
             sslib.small_exchange(s, 300)
             s.close()

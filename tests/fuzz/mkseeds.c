@@ -94,6 +94,15 @@ static void parsers(void)
 	add(&s, "payload", 7);
 	put("fuzz_socks5", "udp_domain", s.b, s.n);
 
+	static const uint8_t s4[] = {4, 1, 0, 80, 192, 0, 2, 1, 'u', 's', 'e', 'r', 0};
+	static const uint8_t s4a[] = {4,   1,   1,   0xbb, 0,   0,   0,   1,   0, 'e', 'x', 'a',
+				      'm', 'p', 'l', 'e',  '.', 'c', 'o', 'm', 0, 'G', 'E', 'T'};
+	static const uint8_t s4_bind[] = {4, 2, 0, 21, 198, 51, 100, 7, 0};
+	put("fuzz_socks4", "connect", s4, sizeof(s4));
+	put("fuzz_socks4", "connect_4a_early", s4a, sizeof(s4a));
+	put("fuzz_socks4", "bind", s4_bind, sizeof(s4_bind));
+	put("fuzz_socks4", "connect_cut", s4a, 12);
+
 	put_text("fuzz_acl", "bypass",
 		 "[proxy_all]\n\n[bypass_list]\n10.0.0.0/8\n"
 		 "192.168.0.0/16\nfe80::/10\n^(.*\\.)?example\\.com$\n");

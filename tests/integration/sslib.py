@@ -986,6 +986,25 @@ def socks5_connect(proxy, host, port, atyp=None, timeout=None, early=b""):
     return s
 
 
+def socks4_connect(proxy, host, port, timeout=None, userid=b""):
+    """SOCKS4 CONNECT through proxy: an IPv4 literal as such, a name the 4a
+    way (0.0.0.1, then the name). Requires reply 90; returns the socket."""
+    try:
+        ip, name = socket.inet_aton(host), b""
+    except OSError:
+        ip, name = b"\0\0\0\1", host.encode() + b"\0"
+    s = connect(proxy[0], proxy[1], timeout)
+    try:
+        s.sendall(bytes([4, 1]) + port.to_bytes(2, "big") + ip + userid + b"\0" + name)
+        rep = recv_exact(s, 8)
+        if rep[:2] != b"\0\x5a":
+            raise SocksError("SOCKS4 CONNECT to %s:%d answered %r" % (host, port, rep))
+        return s
+    except BaseException:
+        s.close()
+        raise
+
+
 # ---------------------------------------------------------------------------
 # Transfers
 

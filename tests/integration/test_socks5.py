@@ -59,10 +59,10 @@ def test_no_acceptable_auth_method(pair, echo):
     still_serves(local, echo)
 
 
-@pytest.mark.parametrize("greeting", (b"\x04\x01\x00\x50\x7f\x00\x00\x01\x00",
+@pytest.mark.parametrize("greeting", (b"\x06\x01\x00",
                                       b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
                                       b"\x05\x00"),
-                         ids=("socks4", "http", "no_methods"))
+                         ids=("version6", "http", "no_methods"))
 def test_bad_greeting(pair, echo, greeting):
     """Not a usable SOCKS5 greeting: the connection is closed, nothing is
     relayed, the process goes on."""
