@@ -237,3 +237,15 @@ def test_bad_users_file_names_line_not_password(ss, tmp_path):
     assert rc not in (None, 0)
     assert "line 2" in p.output(), p.output()
     assert "visible-secret" not in p.output()
+
+
+def test_check_counts_users_without_names(ss, tmp_path):
+    users = tmp_path / "users"
+    users.write_text("alice:pw-one\nbob:pw-two\n")
+    rc, p = ss.run("ss-local", ["-s", "127.0.0.1", "-p", "8388", "-l", "1080", "-k", "x",
+                                "--socks-users", str(users), "--socks-user", "carol",
+                                "--socks-pass", "pw-three", "--check"])
+    assert rc == 0, p.output()
+    assert "SOCKS5 login: 3 users" in p.output(), p.output()
+    for secret in ("alice", "pw-one", "carol", "pw-three"):
+        assert secret not in p.output()
