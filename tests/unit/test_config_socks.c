@@ -44,16 +44,7 @@ static ss_config_status_t run(ss_prog_t prog, ...)
 
 static const char *write_file(const char *name, const char *text)
 {
-	static char paths[4][512];
-	static int slot;
-	char *p = paths[slot++ % 4];
-
-	snprintf(p, 512, "%s/%s", tmpdir, name);
-	FILE *f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	return p;
+	return tmp_write(tmpdir, name, text);
 }
 
 static bool logs_in(const char *name, const char *pass)
