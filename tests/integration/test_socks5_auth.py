@@ -249,3 +249,22 @@ def test_check_counts_users_without_names(ss, tmp_path):
     assert "SOCKS5 login: 3 users" in p.output(), p.output()
     for secret in ("alice", "pw-one", "carol", "pw-three"):
         assert secret not in p.output()
+
+
+def test_failed_logins_are_summed_up(ss):
+    """Four failed logins within the interval: one WARN line at once, the
+    other three in one summary when it ends."""
+    server = ss.server()
+    local = ss.local(server, extra=auth_args(), env={"SS_LOG_INTERVAL": "1.5"})
+    for _ in range(4):
+        s, status = login_open(local, USER, b"wrong")
+        with s:
+            assert status != 0
+            sslib.wait_closed(s, T(5))
+    assert wait_for(lambda: "more from" in local.program.output(), T(6)), \
+        local.program.output()
+    lines = warn_lines(local.program)
+    assert len(lines) == 2, lines
+    assert "refused: SOCKS5 login failed" in lines[0], lines[0]
+    assert lines[1].endswith("refused logins and server answers: 3 more from 127.0.0.1 "
+                             "in the last 1.5 s"), lines[1]
