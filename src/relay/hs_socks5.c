@@ -130,6 +130,13 @@ static void socks5_inbound(ss_conn_t *c)
 		uint8_t out[2], method = login ? SS_SOCKS5_AUTH_USERPASS : SS_SOCKS5_AUTH_NONE;
 		ss_socks5_encode_method(ok ? method : SS_SOCKS5_AUTH_NO_ACCEPTABLE, out);
 		socks5_send(c, out, sizeof(out));
+		if (!ok && login) {
+			/* A client that will not log in where one must is a
+			 * refusal worth seeing at the default level. */
+			shutdown(c->side[SS_IN].fd, SHUT_WR);
+			ss_conn_refuse(c, "SOCKS5 client offers no username/password login");
+			return;
+		}
 		if (!ok) {
 			socks5_end(c, "SOCKS5 client offers no acceptable method");
 			return;

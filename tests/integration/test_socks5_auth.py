@@ -95,6 +95,8 @@ def test_curl_wrong_password_fails_and_is_logged_once(authed, web):
 def test_curl_without_credentials_fails(authed, web):
     rc, body = curl(authed, web)
     assert rc != 0 and body == b"", (rc, body)
+    assert wait_for(lambda: warn_lines(authed.program), T(5)), authed.program.output()
+    assert "offers no username/password login" in warn_lines(authed.program)[0]
 
 
 def test_only_no_auth_offered_gets_ff_and_close(authed, echo):
