@@ -222,6 +222,7 @@ void ss_config_clear(ss_config_t *cfg)
 	ss_wipe(cfg->password, sizeof(cfg->password));
 	ss_wipe(cfg->key_b64, sizeof(cfg->key_b64));
 	ss_cfg_wipe_servers(cfg);
+	ss_cfg_clear_socks(cfg);
 }
 
 /* The file libev 3.3.5 reads when started with no arguments at all
@@ -466,7 +467,8 @@ int ss_cfg_finish(ss_config_t *cfg, char *err, size_t errlen)
 	    ss_cfg_derive_key(cfg->prog, cfg->method, cfg->password, cfg->key_b64, cfg->key,
 			      &cfg->psks, &cfg->key_ignored, err, errlen) != 0)
 		return -EINVAL;
-	if (finish_users(cfg, err, errlen) != 0 || ss_cfg_finish_servers(cfg, err, errlen) != 0)
+	if (finish_users(cfg, err, errlen) != 0 || ss_cfg_finish_servers(cfg, err, errlen) != 0 ||
+	    ss_cfg_finish_socks(cfg, err, errlen) != 0)
 		return -EINVAL;
 	/* --print-url writes the password into the URLs; the program exits
 	 * right after, and ss_config_clear wipes it. */

@@ -7,6 +7,7 @@
 
 #include "crypto/method.h"
 #include "proto/addr.h"
+#include "proto/socks5_auth.h"
 #include "shadowsocks.h" /* ss_prog_t, and the ss_config_t the library hands out */
 
 /* One configuration for all three programs, filled from the command line and
@@ -163,6 +164,14 @@ struct ss_config {
 	ss_relay_mode_t plugin_mode;
 	bool plugin_tcp, plugin_udp;
 
+	/* ss-local's SOCKS5 users (RFC 1929): --socks-user with --socks-pass
+	 * ("socks_user", "socks_pass") and the users of --socks-users FILE
+	 * ("socks_users"). With any, clients must log in; with none, they need
+	 * not. An array of n_socks_creds allocated by ss_config_parse and
+	 * wiped and freed by ss_config_clear; NULL when there are none. */
+	ss_socks5_cred_t *socks_creds;
+	size_t n_socks_creds;
+
 	/* Parser bookkeeping, not for the core. The secret text waits here
 	 * until the method is known, and is wiped once the key is derived
 	 * (ss_config_parse) or by ss_config_clear. A key wins over a password,
@@ -170,6 +179,11 @@ struct ss_config {
 	 * so the file does not override it. */
 	char password[1024]; /* -k, --password / "password" */
 	char key_b64[512];   /* --key / "key": a key, or for 2022 a PSK list */
+	/* The SOCKS5 settings as given, until ss_config_parse makes
+	 * socks_creds of them (the password wiped then). */
+	char socks_user[SS_SOCKS5_FIELD_MAX + 1];
+	char socks_pass[SS_SOCKS5_FIELD_MAX + 1];
+	char socks_users_file[4096];
 	uint32_t cli_set;
 	/* Checked as a whole and keys derived (ss_config_parse,
 	 * ss_config_validate): complete, and no longer to be changed. */

@@ -37,6 +37,9 @@ enum {
 	OPT_SERVER_URL,
 	OPT_PRINT_URL,
 	OPT_CHECK,
+	OPT_SOCKS_USER,
+	OPT_SOCKS_PASS,
+	OPT_SOCKS_USERS,
 };
 
 static const struct option long_options[] = {
@@ -60,6 +63,9 @@ static const struct option long_options[] = {
     {"server-url", required_argument, NULL, OPT_SERVER_URL},
     {"print-url", no_argument, NULL, OPT_PRINT_URL},
     {"check", no_argument, NULL, OPT_CHECK},
+    {"socks-user", required_argument, NULL, OPT_SOCKS_USER},
+    {"socks-pass", required_argument, NULL, OPT_SOCKS_PASS},
+    {"socks-users", required_argument, NULL, OPT_SOCKS_USERS},
     {NULL, 0, NULL, 0},
 };
 
@@ -106,6 +112,24 @@ static int mode_name(const char *s, ss_relay_mode_t *mode)
 		*mode = SS_MODE_UDP_ONLY;
 	else
 		return -EINVAL;
+	return 0;
+}
+
+/* ss-local's SOCKS5 login settings; the lengths are judged once all are in. */
+static int socks_opt(ss_config_t *cfg, int c, const char *arg, char *err, size_t errlen)
+{
+	if (cfg->prog != SS_PROG_LOCAL)
+		return ss_cfg_err(err, errlen,
+				  "--socks-user, --socks-pass and --socks-users are "
+				  "for ss-local");
+	if (c == OPT_SOCKS_USERS)
+		return copy_opt(cfg->socks_users_file, sizeof(cfg->socks_users_file), arg,
+				"--socks-users", err, errlen);
+	char *dst = c == OPT_SOCKS_USER ? cfg->socks_user : cfg->socks_pass;
+	/* Never echo the password into a message. */
+	if (*arg == '\0' || ss_cfg_copy(dst, SS_SOCKS5_FIELD_MAX + 1, arg) != 0)
+		return ss_cfg_err(err, errlen, "%s must be 1 to 255 bytes",
+				  c == OPT_SOCKS_USER ? "--socks-user" : "--socks-pass");
 	return 0;
 }
 
@@ -313,6 +337,12 @@ static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t err
 		bit = ss_cfg_bit(SS_CF_PLUGIN_MODE);
 		break;
 	}
+	case OPT_SOCKS_USER:
+	case OPT_SOCKS_PASS:
+	case OPT_SOCKS_USERS:
+		rc = socks_opt(cfg, c, arg, err, errlen);
+		bit = ss_cfg_bit(SS_CF_SOCKS_AUTH);
+		break;
 	case 'A':
 		return ss_cfg_err(
 		    err, errlen,
@@ -354,6 +384,10 @@ static bool refused(ss_prog_t prog, int c)
 		return prog == SS_PROG_SERVER;
 	case OPT_PRINT_URL:
 		return prog != SS_PROG_SERVER;
+	case OPT_SOCKS_USER:
+	case OPT_SOCKS_PASS:
+	case OPT_SOCKS_USERS:
+		return prog != SS_PROG_LOCAL;
 	default:
 		return false;
 	}

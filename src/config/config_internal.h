@@ -40,6 +40,7 @@ typedef enum {
 	SS_CF_PLUGIN_MODE,
 	SS_CF_UDP_TIMEOUT,
 	SS_CF_UDP_MAX_ASSOC,
+	SS_CF_SOCKS_AUTH, /* the SOCKS5 users: the command line's replace the file's */
 	SS_CF_COUNT,
 } ss_cfg_field_t;
 
@@ -122,6 +123,13 @@ int ss_cfg_add_server(ss_config_t *cfg, const char *text, const char *origin, bo
 int ss_cfg_finish_servers(ss_config_t *cfg, char *err, size_t errlen);
 /* Wipes the entries' keys and secret text. */
 void ss_cfg_wipe_servers(ss_config_t *cfg);
+
+/* SOCKS5 users (config_socks.c): checks the settings and builds
+ * socks_creds, reading the users file; wipes the password text. 0 or
+ * -EINVAL with err (never the password). */
+int ss_cfg_finish_socks(ss_config_t *cfg, char *err, size_t errlen);
+/* Wipes and frees socks_creds and wipes the password text. */
+void ss_cfg_clear_socks(ss_config_t *cfg);
 
 /* Reads the JSON file at path into cfg (ss_config_parse_json), with err
  * naming the file. 0 or -EINVAL. */

@@ -670,6 +670,9 @@ static const struct json_key {
     STR("plugin", SS_CF_PLUGIN, plugin),
     STR("plugin_opts", SS_CF_PLUGIN_OPTS, plugin_opts),
     FN("plugin_mode", SS_CF_PLUGIN_MODE, j_plugin_mode),
+    STR("socks_user", SS_CF_SOCKS_AUTH, socks_user),
+    STR("socks_pass", SS_CF_SOCKS_AUTH, socks_pass),
+    STR("socks_users", SS_CF_SOCKS_AUTH, socks_users_file),
     JSON("auth", -1, j_auth),
     JSON("users", -1, j_users),
     FN("replay_capacity", -1, j_replay_capacity),
@@ -713,8 +716,9 @@ static void wipe_secrets(cJSON *root, int depth)
 	{
 		/* ss:// URLs carry a password too, in a list or alone. */
 		if (cJSON_IsString(item) &&
-		    ((item->string != NULL && (strcmp(item->string, "password") == 0 ||
-					       strcmp(item->string, "key") == 0)) ||
+		    ((item->string != NULL &&
+		      (strcmp(item->string, "password") == 0 || strcmp(item->string, "key") == 0 ||
+		       strcmp(item->string, "socks_pass") == 0)) ||
 		     strncasecmp(item->valuestring, "ss://", 5) == 0))
 			ss_wipe(item->valuestring, strlen(item->valuestring));
 		else if (depth < 3 && (cJSON_IsArray(item) || cJSON_IsObject(item)))

@@ -142,6 +142,13 @@ void ss_config_usage(ss_prog_t prog, void *out)
 	line(f, "[--plugin-opts <options>]", "Its options (SS_PLUGIN_OPTIONS).");
 	line(f, "[--plugin-mode <mode>]", "What it carries: tcp_only (default),");
 	more(f, "tcp_and_udp (SIP003u) or udp_only.");
+	if (prog == SS_PROG_LOCAL) {
+		line(f, "[--socks-user <name>]", "SOCKS5 clients must log in (RFC 1929)");
+		more(f, "as this user, with --socks-pass.");
+		line(f, "[--socks-pass <password>]", "That user's password.");
+		line(f, "[--socks-users <file>]", "Users who may log in, one name:password");
+		more(f, "a line.");
+	}
 	if (server) {
 		line(f, "[--print-url]", "Print the ss:// URL (and QR code) a client");
 		more(f, "needs for this configuration, and exit.");

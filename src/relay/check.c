@@ -27,14 +27,16 @@ void ss_check_warnings(const ss_config_t *cfg, FILE *f)
 
 	for (size_t i = 0; i < n; i++) {
 		if (f)
-			fprintf(f, "%s%s: warning: %s\n", f == stderr ? ss_log_stderr_prefix(SS_LOG_WARN) : "",
+			fprintf(f, "%s%s: warning: %s\n",
+				f == stderr ? ss_log_stderr_prefix(SS_LOG_WARN) : "",
 				cfg->prog_name, cfg->warnings[i]);
 		else
 			ss_warn("%s", cfg->warnings[i]);
 	}
 	if (cfg->n_warnings > n && f)
-		fprintf(f, "%s%s: warning: %zu more\n", f == stderr ? ss_log_stderr_prefix(SS_LOG_WARN) : "",
-			cfg->prog_name, cfg->n_warnings - n);
+		fprintf(f, "%s%s: warning: %zu more\n",
+			f == stderr ? ss_log_stderr_prefix(SS_LOG_WARN) : "", cfg->prog_name,
+			cfg->n_warnings - n);
 	else if (cfg->n_warnings > n)
 		ss_warn("%zu more warnings", cfg->n_warnings - n);
 }
@@ -170,6 +172,9 @@ static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *
 	} else {
 		if (check_listen(cfg, cfg->local_addr, cfg->local_port, out, err, errlen) < 0)
 			return -EINVAL;
+		/* How many, never who: names can be secrets too. */
+		if (cfg->n_socks_creds)
+			fprintf(out, "SOCKS5 login: %zu users\n", cfg->n_socks_creds);
 		if (cfg->prog == SS_PROG_TUNNEL) {
 			char to[SS_ADDR_STRLEN];
 			fprintf(out, "tunnel to: %s\n",

@@ -4,8 +4,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "crypto/primitives.h"
 #include "proto/socks4.h"
 #include "proto/socks5.h"
+#include "proto/socks5_auth.h"
 #include "relay/conn.h"
 #include "relay/instance.h"
 #include "util/log.h"
@@ -20,7 +22,9 @@
 
 #define HS_CAP (SS_RELAY_BUF_SIZE - SS_HS_OFF)
 
-enum { STAGE_GREETING, STAGE_REQUEST, STAGE_SOCKS4 };
+/* STAGE_LOGIN only when users are configured (RFC 1929); a request is
+ * read only after a successful login then. */
+enum { STAGE_GREETING, STAGE_LOGIN, STAGE_REQUEST, STAGE_SOCKS4 };
 
 static void socks5_send(ss_conn_t *c, const uint8_t *p, size_t n)
 {
@@ -64,6 +68,35 @@ static void socks5_consume(ss_conn_t *c, size_t used)
 	c->hs.fill -= used;
 }
 
+/* The login sub-negotiation. Returns true when the request may be read
+ * next (the connection is ended otherwise, or waits for more bytes). */
+static bool socks5_login(ss_conn_t *c, uint8_t *hs)
+{
+	const ss_config_t *cfg = c->inst->cfg;
+	ss_socks5_login_t login;
+	size_t used;
+	uint8_t out[2];
+
+	int r = ss_socks5_parse_login(hs, c->hs.fill, &used, &login);
+	if (r == SS_AGAIN)
+		return false;
+	bool ok = r == SS_OK && ss_socks5_login_check(cfg->socks_creds, cfg->n_socks_creds, &login);
+	socks5_send(c, out, ss_socks5_encode_login_reply(ok, out));
+	if (!ok) {
+		ss_wipe(hs, c->hs.fill);
+		/* The name is not logged: a client may have sent its password
+		 * there, or something else it did not mean to be kept. */
+		shutdown(c->side[SS_IN].fd, SHUT_WR);
+		ss_conn_refuse(c, r == SS_OK ? "SOCKS5 login failed"
+					     : "malformed SOCKS5 login (RFC 1929)");
+		return false;
+	}
+	ss_wipe(hs, used);
+	socks5_consume(c, used);
+	c->hs.stage = STAGE_REQUEST;
+	return true;
+}
+
 /* The request parsed into c->target, used bytes long: what follows is
  * early payload, which stays in the handshake area until the stream starts.
  * CONNECT is 1 in SOCKS4 as in SOCKS5. */
@@ -87,14 +120,6 @@ static void socks_connect(ss_conn_t *c, uint8_t cmd, size_t used)
 	ss_conn_connect_route(c);
 }
 
-/* SOCKS4 has no password: once SOCKS credentials can be configured,
- * return false when they are, so that it cannot go around them. */
-static bool socks4_allowed(const ss_conn_t *c)
-{
-	(void)c;
-	return true; /* HOOK: SOCKS credentials configured -> false */
-}
-
 static void socks4_request(ss_conn_t *c, const uint8_t *hs)
 {
 	size_t used;
@@ -112,9 +137,13 @@ static void socks4_request(ss_conn_t *c, const uint8_t *hs)
 			    "an empty host name)");
 		return;
 	}
-	if (!socks4_allowed(c)) {
-		socks5_fail(c, SS_SOCKS5_REP_GENERAL_FAILURE,
-			    "SOCKS4 refused: SOCKS credentials are required");
+	/* SOCKS4 has no password: with users configured it would go around
+	 * them. A refusal worth seeing at the default level, as a failed login. */
+	if (c->inst->cfg->n_socks_creds > 0) {
+		uint8_t out[8];
+		socks5_send(c, out, ss_socks4_encode_reply(SS_SOCKS4_REP_REJECTED, out));
+		shutdown(c->side[SS_IN].fd, SHUT_WR);
+		ss_conn_refuse(c, "SOCKS4 has no login, and this port requires one");
 		return;
 	}
 	socks_connect(c, cmd, used);
@@ -161,19 +190,37 @@ static void socks5_inbound(ss_conn_t *c)
 			ss_conn_close(c, "not a SOCKS5 greeting");
 			return;
 		}
-		uint8_t out[2];
-		ss_socks5_encode_method(noauth ? SS_SOCKS5_AUTH_NONE : SS_SOCKS5_AUTH_NO_ACCEPTABLE,
-					out);
+		/* With users configured, only username/password will do. */
+		bool login = c->inst->cfg->n_socks_creds > 0;
+		bool ok =
+		    login ? ss_socks5_greeting_offers(hs, used, SS_SOCKS5_AUTH_USERPASS) : noauth;
+		uint8_t out[2], method = login ? SS_SOCKS5_AUTH_USERPASS : SS_SOCKS5_AUTH_NONE;
+		ss_socks5_encode_method(ok ? method : SS_SOCKS5_AUTH_NO_ACCEPTABLE, out);
 		socks5_send(c, out, sizeof(out));
-		if (!noauth) {
+		if (!ok && login) {
+			/* A client that will not log in where one must is a
+			 * refusal worth seeing at the default level. */
+			shutdown(c->side[SS_IN].fd, SHUT_WR);
+			ss_conn_refuse(c, "SOCKS5 client offers no username/password login");
+			return;
+		}
+		if (!ok) {
 			socks5_end(c, "SOCKS5 client offers no acceptable method");
 			return;
 		}
 		socks5_consume(c, used);
-		c->hs.stage = STAGE_REQUEST;
+		c->hs.stage = login ? STAGE_LOGIN : STAGE_REQUEST;
 		if (!c->hs.fill) {
 			/* The request is a round trip away: a client that
 			 * waits holds no buffer meanwhile. */
+			ss_conn_buf_release(c, SS_IN);
+			return;
+		}
+	}
+	if (c->hs.stage == STAGE_LOGIN) {
+		if (!socks5_login(c, hs))
+			return;
+		if (!c->hs.fill) {
 			ss_conn_buf_release(c, SS_IN);
 			return;
 		}

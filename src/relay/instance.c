@@ -597,8 +597,11 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->retry.data = inst;
 	instance_shortage_init(&inst->slots_short, "connection slots free");
 	instance_shortage_init(&inst->fds_short, "descriptors available");
+	/* ss-local's table holds SOCKS5 clients that failed to log in as
+	 * well as servers, when it has users. */
 	ss_refused_init(&inst->refused, loop,
 			cfg->prog == SS_PROG_SERVER ? "refused"
+			: cfg->n_socks_creds        ? "refused logins and server answers"
 						    : "answers that failed to authenticate");
 
 	if (cfg->prog == SS_PROG_SERVER) {

@@ -14,7 +14,8 @@ goes through c-ares); UDP through ss-tunnel (ssload udp-send) and through
 ss-local's SOCKS5 UDP ASSOCIATE. One
 case runs all three with a SIP003u plugin (tests/integration/xorplugin.py)
 carrying TCP and UDP; another gives ss-local and ss-tunnel two servers of
-different methods, one of them behind such a plugin of its own."""
+different methods, one of them behind such a plugin of its own; a third has
+ss-local take SOCKS5 logins (RFC 1929), failed ones included."""
 
 import os
 import signal
@@ -210,3 +211,51 @@ def test_no_allocations_with_several_servers(request, ss, tmp_path, shim, ssload
             assert ": " + tag in out, "%s: no connection through %s" % (c.program.name, tag)
             assert "new association, " + tag in out, \
                 "%s: no association through %s" % (c.program.name, tag)
+
+
+def socks_login_round(local, echo, uecho, conns, parallel):
+    """conns CONNECTs after a login (parallel at a time), a quarter as many
+    failed logins, and one UDP association after a login."""
+    login = (b"alloc-user", b"alloc-pass")
+    for _ in range(conns // parallel):
+        socks = []
+        for _ in range(parallel):
+            s = sslib.connect(*local.addr)
+            assert sslib.socks5_greet(s, methods=(2,)) == 2
+            assert sslib.socks5_login(s, *login) == 0
+            s.sendall(sslib.socks5_request_bytes(sslib.CMD_CONNECT, *echo.addr))
+            assert sslib.socks5_read_reply(s)[0] == 0
+            socks.append(s)
+        for s in socks:
+            sslib.small_exchange(s, 300)
+            s.close()
+    for _ in range(conns // 4):
+        with sslib.connect(*local.addr) as s:
+            assert sslib.socks5_greet(s, methods=(2,)) == 2
+            assert sslib.socks5_login(s, login[0], b"wrong") != 0
+            sslib.wait_closed(s, T(5))
+    with ssudp.Association(local.addr, login=login) as a:
+        for i in range(20):
+            assert a.exchange(uecho.addr, b"%04d" % i)[3] == b"%04d" % i
+
+
+def test_no_allocations_with_socks5_logins(ss, tmp_path, shim, echo):
+    """ss-local with SOCKS5 users: logins, failed logins (and their
+    refusal log lines) and an association after a login allocate nothing."""
+    udp = ["-u", "--udp-timeout", str(UDP_TIMEOUT)]
+    server = ss.server(extra=udp)
+    env, rep = counted_env(shim, tmp_path, "ss-local")
+    local = ss.local(server, env=env, extra=udp + ["--socks-user", "alloc-user",
+                                                   "--socks-pass", "alloc-pass"])
+    counted = Counted(local.program, rep)
+    with ssudp.UdpEcho() as uecho:
+        for _ in range(2):
+            socks_login_round(local, echo, uecho, TCP_CONNS // 2, 16)
+            time.sleep(UDP_TIMEOUT + 1.5)
+        before = counted.sample()
+        socks_login_round(local, echo, uecho, TCP_CONNS // 2, 4)
+        time.sleep(0.5)
+        after = counted.sample()
+    assert before > 0
+    assert after == before, "heap allocations during SOCKS5 logins: %d" % (after - before)
+    assert "refused: SOCKS5 login failed" in local.program.output()

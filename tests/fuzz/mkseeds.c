@@ -93,6 +93,15 @@ static void parsers(void)
 	add(&s, domain, sizeof(domain));
 	add(&s, "payload", 7);
 	put("fuzz_socks5", "udp_domain", s.b, s.n);
+	s = (seed_t){0};
+	add_bytes(&s, 3, 0, 1, 5);
+	add(&s, "alice", 5);
+	add_bytes(&s, 1, 6);
+	add(&s, "secret", 6);
+	put("fuzz_socks5_auth", "login", s.b, s.n);
+	put_text("fuzz_socks5_auth", "users",
+		 "\x01# users\nalice:secret\r\nbob:pass:with:colons\n\ncarol:x\n");
+	put_text("fuzz_socks5_auth", "odd", "\x03:nameless\nnocolon\nalice:a\nalice:b\n");
 
 	static const uint8_t s4[] = {4, 1, 0, 80, 192, 0, 2, 1, 'u', 's', 'e', 'r', 0};
 	static const uint8_t s4a[] = {4,   1,   1,   0xbb, 0,   0,   0,   1,   0, 'e', 'x', 'a',

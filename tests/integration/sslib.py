@@ -907,6 +907,16 @@ def socks5_greet(sock, methods=(0,)):
     return method
 
 
+def socks5_login(sock, name, password):
+    """RFC 1929 after method 2 was chosen: sends name and password (bytes);
+    returns the status byte (0: accepted)."""
+    sock.sendall(bytes([1, len(name)]) + name + bytes([len(password)]) + password)
+    ver, status = recv_exact(sock, 2)
+    if ver != 1:
+        raise SocksError("bad version in login reply: %d" % ver)
+    return status
+
+
 def socks5_address(host, atyp=None):
     """ATYP and encoded address for host (literal or name)."""
     if atyp is None:

@@ -181,14 +181,18 @@ def socks5_unwrap(dgram):
 
 class Association:
     """One SOCKS5 UDP ASSOCIATE: the TCP control connection, the relay
-    address from the reply, and a UDP socket of the client."""
+    address from the reply, and a UDP socket of the client. login: (name,
+    password) as bytes, to log in with username/password (RFC 1929)."""
 
-    def __init__(self, proxy, client_host=sslib.LOOPBACK4, timeout=None):
+    def __init__(self, proxy, client_host=sslib.LOOPBACK4, timeout=None, login=None):
         self.udp = udp_socket(client_host)
         self.ctrl = sslib.connect(proxy[0], proxy[1], timeout)
         try:
-            if sslib.socks5_greet(self.ctrl) != 0:
-                raise sslib.SocksError("proxy did not choose no-auth")
+            want = 2 if login else 0
+            if sslib.socks5_greet(self.ctrl, methods=(want,)) != want:
+                raise sslib.SocksError("proxy did not choose method %d" % want)
+            if login and sslib.socks5_login(self.ctrl, *login) != 0:
+                raise sslib.SocksError("login refused")
             # DST = the address the client will send from (RFC 1928).
             h, p = self.udp.getsockname()[:2]
             self.ctrl.sendall(sslib.socks5_request_bytes(sslib.CMD_UDP_ASSOCIATE, h, p))

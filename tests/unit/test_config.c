@@ -77,19 +77,10 @@ static void expect_run(ss_prog_t prog, ...)
 		fail_msg("want RUN, got status %d: <%s>", st, st == SS_CONFIG_ERROR ? err : "");
 }
 
-/* Writes a file under the temp dir; returns its path (static buffer per slot). */
+/* Writes a file under the temp dir; returns its path. */
 static const char *write_file(const char *name, const char *text)
 {
-	static char paths[8][512];
-	static int slot;
-	char *p = paths[slot++ % 8];
-
-	snprintf(p, 512, "%s/%s", tmpdir, name);
-	FILE *f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-	return p;
+	return tmp_write(tmpdir, name, text);
 }
 
 static void expect_key_from_password(const char *method, const char *password)

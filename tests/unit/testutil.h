@@ -59,6 +59,22 @@ static inline void tmp_template(char *out, size_t len, const char *name)
 	snprintf(out, len, "%s/%s.XXXXXX", dir && dir[0] ? dir : "/tmp", name);
 }
 
+/* Writes text to dir/name; returns the path, in one of 8 static slots
+ * used in turn (so a few stay valid at once). */
+static inline const char *tmp_write(const char *dir, const char *name, const char *text)
+{
+	static char paths[8][512];
+	static int slot;
+	char *p = paths[slot++ % 8];
+
+	snprintf(p, 512, "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+	return p;
+}
+
 /* Every crypto backend table this build has, under the name the tests use
  * (crypto/backends.h), and how many there are. */
 #define backends ss_crypto_backends
