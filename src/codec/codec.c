@@ -16,11 +16,13 @@ static void codec_pick(ss_codec_t *k)
 		k->layout =
 		    (ss_codec_layout_t){SS_AEAD_FIRST, SS_AEAD_STRIDE, SS_AEAD_SLOT, SS_AEAD_SLOTS};
 		k->udp_rx_lead = k->method->salt_len;
+		k->udp_tail = SS_AEAD_TAG_LEN;
 		break;
 	case SS_METHOD_2022:
 		k->ops = &ss_codec_2022;
 		k->layout =
 		    (ss_codec_layout_t){SS_2022_FIRST, SS_2022_STRIDE, SS_2022_SLOT, SS_2022_SLOTS};
+		k->udp_tail = SS_AEAD_TAG_LEN;
 		break;
 	case SS_METHOD_NONE:
 	default:

@@ -60,10 +60,12 @@
  *
  * A decoder reads into the whole buffer and opens in place.
  *
- * ss-local reads the SOCKS5 handshake into the last SS_HS_LEN bytes, which
- * only the last slots overlap: its early payload is moved into slot 0 before
- * any slot is filled (ss_conn_client_stream), and slot 0 ends before the
- * handshake area for every codec (checked below). */
+ * ss-local reads the SOCKS5 handshake into the last SS_HS_LEN bytes. For the
+ * chunked codecs only the last slots overlap it: slot 0 ends before the
+ * handshake area (checked below). For none, slot 0 is the whole buffer and
+ * so covers the handshake area too. Both are safe for one reason: the early
+ * payload is moved (memmove, overlap allowed) to the front of slot 0 before
+ * anything else is read into the buffer (ss_conn_client_stream). */
 
 #define SS_HS_LEN 2048
 #define SS_AEAD_FIRST (SS_MAX_SALT_LEN + SS_AEAD_CHUNK_HDR)
@@ -82,6 +84,9 @@
 #define SS_RELAY_BUF_SIZE (((SS_BUF_AEAD > SS_BUF_2022 ? SS_BUF_AEAD : SS_BUF_2022) + 63) & ~63)
 #define SS_HS_OFF (SS_RELAY_BUF_SIZE - SS_HS_LEN)
 #define SS_CODEC_MAX_SLOTS 16
+/* The most any codec adds after a datagram's plaintext (ss_codec_t.udp_tail):
+ * what a client leaves free before it knows which server's codec seals. */
+#define SS_CODEC_UDP_TAIL_MAX SS_AEAD_TAG_LEN
 
 _Static_assert(SS_AEAD_FIRST + SS_AEAD_SLOT + SS_AEAD_TAG_LEN <= SS_HS_OFF,
 	       "SIP004 slot 0 overlaps the handshake area");
@@ -140,6 +145,9 @@ typedef struct ss_codec {
 	 * opened in place (SIP004: the salt): it is received that far before
 	 * where the plaintext is wanted. */
 	size_t udp_rx_lead;
+	/* Bytes a sealed datagram has after its plaintext (the tag): room a
+	 * datagram read for sealing in place leaves free at the buffer's end. */
+	size_t udp_tail;           /* at most SS_CODEC_UDP_TAIL_MAX */
 	const uint8_t *key;        /* cfg->key: the key, or SIP022's user PSK / server PSK */
 	const ss_psk_list_t *psks; /* cfg->psks: SIP022 identity PSKs, then the user PSK */
 	/* server: salts seen (SIP004: the last replay_capacity salts of

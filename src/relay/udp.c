@@ -501,9 +501,11 @@ static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 		addr_len = ss_addr_encode(&inst->cfg->tunnel_addr, at, SS_ADDR_MAX_ENCODED);
 		data = at + addr_len;
 	}
+	/* The server, and so the codec, is picked after the read: leave room
+	 * for the largest tag. */
 	n = udp_listener_recv(u, l, data,
-			      SS_UDP_BUF_SIZE - (size_t)(data - u->buf) - SS_AEAD_TAG_LEN, &from,
-			      &fromlen);
+			      SS_UDP_BUF_SIZE - (size_t)(data - u->buf) - SS_CODEC_UDP_TAIL_MAX,
+			      &from, &fromlen);
 	if (n < 0)
 		return n == UDP_TAKEN;
 	dlen = (size_t)n;
@@ -818,7 +820,7 @@ static bool udp_server_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	ssize_t n;
 	long w;
 
-	n = ss_udp_recv(a->io.fd, data, SS_UDP_BUF_SIZE - UDP_HEAD - SS_AEAD_TAG_LEN, &from,
+	n = ss_udp_recv(a->io.fd, data, SS_UDP_BUF_SIZE - UDP_HEAD - inst->codec.udp_tail, &from,
 			&fromlen);
 	if (n == -EAGAIN || n == -EWOULDBLOCK)
 		return false;

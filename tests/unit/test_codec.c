@@ -469,6 +469,8 @@ static size_t udp_seal(uend_t *e, uint8_t *buf, const ss_addr_t *addr, const uin
 /* A server receiving dgram (from the client at from): the association it
  * belongs to is srv when known (the key must then match key), a new one
  * otherwise. NULL, or why it was refused. */
+static uint64_t serve_now = 1700000000; /* the server's clock, for udp_serve */
+
 static const char *udp_serve(uend_t *srv, bool known, ss_codec_dgram_t *d, const uint8_t *dgram,
 			     size_t len, ss_codec_pkt_t *p)
 {
@@ -477,11 +479,11 @@ static const char *udp_serve(uend_t *srv, bool known, ss_codec_dgram_t *d, const
 	const char *why;
 
 	memcpy(wire, dgram, len);
-	why = ks.ops->udp_open_request(&ks, srv->rst, wire, len, 1700000000,
+	why = ks.ops->udp_open_request(&ks, srv->rst, wire, len, serve_now,
 				       (const struct sockaddr *)&from, sizeof(from), d);
 	if (why)
 		return why;
-	why = ks.ops->udp_accept(&ks, srv->rst, known ? srv->ast : NULL, d, 1700000000, p);
+	why = ks.ops->udp_accept(&ks, srv->rst, known ? srv->ast : NULL, d, serve_now, p);
 	if (!why && !known)
 		assert_int_equal(ss_codec_udp_adopt(&ks, srv->rst, srv->ast, d), 0);
 	return why;
@@ -547,6 +549,142 @@ static void test_udp(void **state)
 	}
 }
 
+/* A client opening an answer; NULL, or why it was refused. */
+static const char *udp_answer(uend_t *cli, const uint8_t *dgram, size_t len, ss_codec_pkt_t *p)
+{
+	uint8_t *wire = sbuf_u + UDP_HEAD - kc.udp_rx_lead;
+
+	memcpy(wire, dgram, len);
+	return kc.ops->udp_open_answer(&kc, cli->rst, cli->ast, wire, len, 1700000000, p);
+}
+
+#define NANS 4
+
+/* What a peer or the path can do to datagrams: cut them short, change a
+ * byte, send them again or out of order, seal them with another key or at
+ * another time. Every codec that authenticates refuses what it must and
+ * still takes the good datagram after a bad one. */
+static void test_udp_hostile(void **state)
+{
+	static uint8_t req[UDP_BUF], ans[NANS][UDP_BUF];
+	size_t alen[NANS];
+	(void)state;
+
+	for (size_t c = 0; c < NCASES; c++) {
+		bool sip022 = strncmp(cases[c].method, "2022-", 5) == 0;
+		ss_addr_t target, source;
+		ss_codec_dgram_t d;
+		ss_codec_pkt_t p;
+		uend_t cli, srv;
+		uint8_t *out;
+		size_t len;
+
+		setup_case(&cases[c]);
+		if (ks.ops->identity) {
+			teardown_case();
+			continue;
+		}
+		assert_int_equal(ss_addr_set_domain(&target, "example.org", 53), 0);
+		assert_int_equal(ss_addr_from_host(&source, "192.0.2.7", 53), 0);
+		uend_open(&cli, &kc, true);
+		uend_open(&srv, &ks, false);
+		ss_random_bytes(data, 100);
+		len = udp_seal(&cli, ubuf, &target, data, 100, &out);
+		memcpy(req, out, len);
+
+		/* Cut short anywhere: refused, by the server. */
+		for (size_t n = 0; n < len; n += n < 96 ? 1 : 97)
+			assert_non_null(udp_serve(&srv, false, &d, req, n, &p));
+		assert_non_null(udp_serve(&srv, false, &d, req, len - 1, &p));
+		/* Sealed too long ago or too far ahead: SIP022 refuses it. */
+		if (sip022) {
+			serve_now = 1700000000 + 3600;
+			assert_non_null(udp_serve(&srv, false, &d, req, len, &p));
+			serve_now = 1700000000 - 3600;
+			assert_non_null(udp_serve(&srv, false, &d, req, len, &p));
+			serve_now = 1700000000;
+		}
+		/* None of that spoiled the good one. */
+		assert_null(udp_serve(&srv, false, &d, req, len, &p));
+		assert_int_equal(p.payload_len, 100);
+		assert_memory_equal(p.payload, data, 100);
+
+		/* Answers, delivered out of order: all taken. */
+		for (size_t i = 0; i < NANS; i++) {
+			ss_random_bytes(data, 10);
+			alen[i] = udp_seal(&srv, ubuf, &source, data, 10, &out);
+			memcpy(ans[i], out, alen[i]);
+		}
+		static const size_t order[] = {2, 0, 1};
+		for (size_t i = 0; i < 3; i++) {
+			assert_null(udp_answer(&cli, ans[order[i]], alen[order[i]], &p));
+			assert_true(addr_eq(&p.addr, &source));
+			assert_int_equal(p.payload_len, 10);
+		}
+		/* Again: SIP022's packet ids refuse it; SIP004 has no replay
+		 * protection on answers (a client keeps no salts). */
+		const char *why = udp_answer(&cli, ans[0], alen[0], &p);
+		if (sip022)
+			assert_non_null(why);
+		else
+			assert_null(why);
+		/* Changed anywhere, or cut short: refused; the intact one after
+		 * that is still taken (a refused packet uses up no packet id). */
+		for (size_t at = 0; at < alen[3]; at += 7) {
+			ans[3][at] ^= 0x40;
+			assert_non_null(udp_answer(&cli, ans[3], alen[3], &p));
+			ans[3][at] ^= 0x40;
+		}
+		for (size_t n = 0; n < alen[3]; n += 5)
+			assert_non_null(udp_answer(&cli, ans[3], n, &p));
+		assert_null(udp_answer(&cli, ans[3], alen[3], &p));
+
+		/* A server with another key: its answers are refused. */
+		if (!cases[c].users) {
+			static uint8_t badkey[SS_MAX_KEY_LEN];
+			static ss_psk_list_t badpsks;
+			ss_codec_t kbad;
+			uend_t bad;
+
+			memcpy(badkey, kc.key, sizeof(badkey));
+			badkey[0] ^= 1;
+			badpsks = *kc.psks;
+			if (badpsks.n)
+				badpsks.keys[badpsks.n - 1][0] ^= 1;
+			ss_codec_setup_client(&kbad, kc.method, badkey, &badpsks, kc.be);
+			kbad.server = true;
+			/* (started as a client's, so that it has a session to
+			 * send with) */
+			uend_open(&bad, &kbad, true);
+			len = udp_seal(&bad, ubuf, &source, data, 10, &out);
+			memcpy(ans[0], out, len);
+			why = udp_answer(&cli, ans[0], len, &p);
+			assert_non_null(why);
+			/* refused as unauthentic, before any session is looked at */
+			assert_string_not_equal(why, "answer for another session");
+			uend_close(&bad);
+			ss_codec_free(&kbad);
+		}
+
+		/* The server restarted: its new session's answers are taken by
+		 * the same client association. */
+		if (sip022) {
+			uend_close(&srv);
+			uend_open(&srv, &ks, false);
+			len = udp_seal(&cli, ubuf, &target, data, 20, &out);
+			memcpy(req, out, len);
+			assert_null(udp_serve(&srv, false, &d, req, len, &p));
+			len = udp_seal(&srv, ubuf, &source, data, 30, &out);
+			memcpy(ans[0], out, len);
+			assert_null(udp_answer(&cli, ans[0], len, &p));
+			assert_int_equal(p.payload_len, 30);
+		}
+		uend_close(&cli);
+		uend_close(&srv);
+		teardown_case();
+	}
+}
+
 /* Every codec's slots fit the relay buffer, slot 0 ends before the
  * handshake area, and room before slot 0 holds any stream header. */
 static void test_layout(void **state)
@@ -592,6 +730,7 @@ int main(void)
 	    cmocka_unit_test(test_layout),         cmocka_unit_test(test_tcp_every_split),
 	    cmocka_unit_test(test_tcp_full_slots), cmocka_unit_test(test_tcp_replay),
 	    cmocka_unit_test(test_tcp_wrong_key),  cmocka_unit_test(test_udp),
+	    cmocka_unit_test(test_udp_hostile),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
