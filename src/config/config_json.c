@@ -202,6 +202,36 @@ static int entry_string(const cJSON *o, const char *name, const char *alias, cha
 	return 1;
 }
 
+/* The keys a "servers" entry may hold; any other is warned about, as at the
+ * top level, and ignored. */
+static const char *const entry_keys[] = {
+    "server", "address",     "server_port", "port",    "method", "password", "key",
+    "plugin", "plugin_opts", "plugin_mode", "remarks", "tag",    "disabled",
+};
+
+static void entry_unknown_keys(ss_config_t *cfg, const cJSON *o, const char *origin)
+{
+	const cJSON *item;
+
+	cJSON_ArrayForEach(item, o)
+	{
+		const char *near;
+		size_t i = 0;
+
+		while (i < SS_ARRAY_LEN(entry_keys) && strcmp(item->string, entry_keys[i]) != 0)
+			i++;
+		if (i < SS_ARRAY_LEN(entry_keys))
+			continue;
+		near = ss_cfg_closest(item->string, entry_keys, SS_ARRAY_LEN(entry_keys));
+		if (near != NULL)
+			ss_cfg_warn(cfg, "unknown key \"%.64s\" in %s, did you mean \"%s\"?",
+				    item->string, origin, near);
+		else
+			ss_cfg_warn(cfg, "unknown key \"%.64s\" in %s, ignored", item->string,
+				    origin);
+	}
+}
+
 /* One "servers" entry: an object with its own address and, where it says
  * so, method, password or key, plugin and tag; a string is read as a
  * "server" entry (host[:port] or an ss:// URL). */
@@ -219,6 +249,7 @@ static int server_object(ss_config_t *cfg, const cJSON *o, const char *origin, c
 	if (!cJSON_IsObject(o))
 		return ss_cfg_err(err, errlen, "%s must be an object, not %s", origin,
 				  show(o, shown, sizeof(shown)));
+	entry_unknown_keys(cfg, o, origin);
 	if ((v = entry_item(o, "disabled", NULL)) && cJSON_IsTrue(v))
 		return 0;
 	if (v && !cJSON_IsBool(v))

@@ -106,6 +106,15 @@ static void test_unknown_keys_warn(void **state)
 			 0);
 	assert_int_equal(cfg.n_warnings, 0);
 	assert_int_equal(cfg.timeout, 4);
+	/* Inside a "servers" entry too, named by its place. */
+	assert_int_equal(parse("{\"servers\": [{\"server\": \"192.0.2.1\", \"server_port\": 8388, "
+			       "\"pasword\": \"x\", \"tcp_weight\": 1}]}"),
+			 0);
+	assert_int_equal(cfg.n_warnings, 2);
+	assert_string_equal(cfg.warnings[0], "unknown key \"pasword\" in \"servers\"[0], did you "
+					     "mean \"password\"?");
+	assert_string_equal(cfg.warnings[1],
+			    "unknown key \"tcp_weight\" in \"servers\"[0], ignored");
 	/* Many: the first ones kept, all counted, none overflows. */
 	assert_int_equal(parse("{\"a1\":1,\"a2\":1,\"a3\":1,\"a4\":1,\"a5\":1,\"a6\":1,\"a7\":1,"
 			       "\"a8\":1,\"a9\":1,\"a10\":1}"),
