@@ -5,7 +5,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -83,6 +85,49 @@ bool ss_sockaddr_is_loopback(const struct sockaddr *sa)
 	return false;
 }
 
+/* ---- No pacing on loopback ----
+ * With a congestion control that paces (bbr), TCP spaces a socket's packets
+ * with high-resolution timers of its own wherever no qdisc does it, as on
+ * loopback, where they cost a relay about half its bulk CPU and serve
+ * nobody. A socket whose peer is on this host switches to one that does not
+ * pace: cubic, or reno where cubic is not allowed to unprivileged processes
+ * (net.ipv4.tcp_allowed_congestion_control always lists reno). Sockets on
+ * real network paths keep the system's choice. SS_NO_LOOPBACK_CC=1 leaves
+ * every socket alone. */
+
+static pthread_once_t loopback_cc_once = PTHREAD_ONCE_INIT;
+static bool loopback_cc_wanted; /* written once, under loopback_cc_once */
+
+/* Whether new TCP sockets get a pacing congestion control: asked of a probe
+ * socket, so it is this network namespace's default. */
+static void loopback_cc_probe(void)
+{
+	const char *no = getenv("SS_NO_LOOPBACK_CC");
+	char name[32] = "";
+	socklen_t len = sizeof(name) - 1;
+	int fd;
+
+	if (no && no[0] && strcmp(no, "0") != 0)
+		return;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) == 0)
+		loopback_cc_wanted = strncmp(name, "bbr", 3) == 0;
+	close(fd);
+}
+
+void ss_sock_loopback_cc(int fd)
+{
+	static const char cubic[] = "cubic", reno[] = "reno";
+
+	pthread_once(&loopback_cc_once, loopback_cc_probe);
+	if (!loopback_cc_wanted)
+		return;
+	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cubic, sizeof(cubic) - 1) < 0)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, reno, sizeof(reno) - 1);
+}
+
 int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o,
 			bool *done)
 {
@@ -108,6 +153,8 @@ int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_soc
 			}
 		}
 	}
+	if (ss_sockaddr_is_loopback(addr))
+		ss_sock_loopback_cc(fd);
 	int rc = connect(fd, addr, len);
 	if (rc < 0 && errno != EINPROGRESS) {
 		int e = errno;
@@ -137,10 +184,12 @@ int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_soc
 	return fd;
 }
 
-void ss_sock_tune_accepted(int fd, const ss_sockopts_t *o)
+void ss_sock_tune_accepted(int fd, const ss_sockopts_t *o, const struct sockaddr *peer)
 {
 	int one = 1;
 
+	if (peer && ss_sockaddr_is_loopback(peer))
+		ss_sock_loopback_cc(fd);
 	if (o && o->no_delay)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }

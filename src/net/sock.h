@@ -37,8 +37,16 @@ int ss_sock_udp_bind(const struct sockaddr *addr, socklen_t len, const ss_sockop
  * to o's source address for its family and to o's interface. fd or -errno. */
 int ss_sock_udp_open(int family, const ss_sockopts_t *o);
 
-/* Options for an accepted socket (no-delay). */
-void ss_sock_tune_accepted(int fd, const ss_sockopts_t *o);
+/* Options for an accepted socket (no-delay; no pacing when the peer, which
+ * may be NULL, is on this host). */
+void ss_sock_tune_accepted(int fd, const ss_sockopts_t *o, const struct sockaddr *peer);
+
+/* A TCP socket whose peer is on this host: when the system's congestion
+ * control paces (bbr), switch to one that does not (cubic, else reno);
+ * otherwise, or when SS_NO_LOOPBACK_CC is set, nothing. Errors are ignored.
+ * Connects to a loopback address and accepted sockets with a loopback peer
+ * get this already. */
+void ss_sock_loopback_cc(int fd);
 
 /* The pending error of a socket whose connect finished: 0 or errno. */
 int ss_sock_error(int fd);

@@ -369,7 +369,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	conn_side_init(c, SS_OUT, -1);
 	ev_init(&c->timer, conn_timer_cb);
 	c->timer.data = c;
-	ss_sock_tune_accepted(fd, &inst->sockopts);
+	ss_sock_tune_accepted(fd, &inst->sockopts, peer);
 	inst->stats.accepted++;
 	inst->stats.active++;
 	ss_conn_touch(c);

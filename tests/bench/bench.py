@@ -1146,7 +1146,8 @@ def parse_args(argv):
                         "system's (default: cubic). With a pacing one (bbr, without the fq "
                         "qdisc) the tool's sends run from timer interrupts on whichever process "
                         "holds the CPU, often a relay, whose CPU figures then carry the tool's "
-                        "work. The relays always use the system's.")
+                        "work. The relays use the system's, except that ours move sockets "
+                        "to a loopback peer off a pacing one (SS_NO_LOOPBACK_CC=1: not).")
     p.add_argument("--server-args", default="",
                    help="extra ss-server arguments for both implementations, e.g. '--no-delay'")
     p.add_argument("--tunnel-args", default="",
