@@ -65,6 +65,7 @@ typedef enum {
 	SS_PROG_LOCAL,  /* SOCKS5 in, Shadowsocks out */
 	SS_PROG_SERVER, /* Shadowsocks in, the target out */
 	SS_PROG_TUNNEL, /* a fixed target (tunnel_address) through a server */
+	SS_PROG_REDIR,  /* a transparent proxy: the firewall's original destination */
 } ss_prog_t;
 
 /* ---- Configuration ---------------------------------------------------

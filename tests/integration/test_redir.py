@@ -1,0 +1,174 @@
+"""ss-redir, the transparent proxy, in network namespaces the test creates:
+
+    cli  c0 10.99.1.2 fd99:1::2 --- r0 10.99.1.1 fd99:1::1  rtr  r1 10.99.2.1 fd99:2::1
+                                                                  |
+                               tgt  t0 10.99.2.5 fd99:2::5 -------+
+
+rtr does not forward, so cli reaches tgt's addresses only through the
+proxy: an nftables rule in rtr (REDIRECT, or TPROXY with its policy
+routing) hands cli's traffic for 10.99.2.0/24 and fd99:2::/64 to ss-redir,
+which sends it through ss-server (on rtr's loopback) to tgt. The echo
+servers on tgt see rtr's address as their peer, and the client must get
+its bytes back unchanged (for UDP from the very address it sent to)."""
+
+import hashlib
+import os
+import socket
+import threading
+
+import pytest
+
+import sslib
+import ssnetns
+from sslib import T
+from ssnetns import TGT4, TGT6, RTR4, RTR6, redirect_rules, tproxy_rules
+
+
+@pytest.fixture(scope="module")
+def nets():
+    n = ssnetns.make()
+    yield n
+    n.destroy()
+
+
+@pytest.fixture(scope="module")
+def policy_routing(nets):
+    ssnetns.policy_routing(nets)
+    return nets
+
+
+def start_pair(ss, nets, extra=(), server_impl="ours", method=sslib.DEFAULT_METHOD,
+               server_extra=()):
+    """ss-server on rtr's loopback and ss-redir on rtr's every address."""
+    with nets.enter("rtr"):
+        server = ss.server(impl=server_impl, method=method, extra=list(server_extra))
+        args = lambda port: (["-s", server.host, "-p", server.port, "-b", "::", "-l", port,
+                              "-m", method, "-k", server.password] + list(extra))
+        p, port = ss.procs.start_listening(ss.exe("ss-redir"), args, host=sslib.LOOPBACK4)
+    return server, p, port
+
+
+class _Targets:
+    """Echo servers in tgt on both families; records who connected."""
+
+    def __init__(self, nets):
+        with nets.enter("tgt"):
+            self.tcp = [sslib.EchoServer(host=TGT4), sslib.EchoServer(host=TGT6)]
+
+    def close(self):
+        for s in self.tcp:
+            s.close()
+
+
+@pytest.fixture
+def targets(nets):
+    t = _Targets(nets)
+    yield t
+    t.close()
+
+
+def exchange(nets, host, port, payload, half_close=True):
+    """From cli: connects to host:port, sends payload, half-closes, returns
+    what came back. Without half_close (libev's ss-server ends both
+    directions at the client's EOF) it reads len(payload) bytes first."""
+    with nets.enter("cli"):
+        s = socket.create_connection((host, port), timeout=T(10))
+    with s:
+        out = []
+        limit = None if half_close else len(payload)
+        t = threading.Thread(target=lambda: out.append(_read_all(s, limit)))
+        t.start()
+        s.sendall(payload)
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+        t.join(T(20))
+    return out[0] if out else b""
+
+
+def _read_all(s, limit=None):
+    chunks, n = [], 0
+    while limit is None or n < limit:
+        d = s.recv(262144)
+        if not d:
+            break
+        chunks.append(d)
+        n += len(d)
+    return b"".join(chunks)
+
+
+def check_tcp(nets, targets, blob, size=1 << 20, half_close=True):
+    data = blob(size)
+    for echo, host in zip(targets.tcp, (TGT4, TGT6)):
+        got = exchange(nets, host, echo.port, data, half_close)
+        assert hashlib.sha256(got).hexdigest() == hashlib.sha256(data).hexdigest(), \
+            "%s: %d of %d bytes came back" % (host, len(got), len(data))
+        if not half_close:
+            continue
+        recs = echo.wait_records(1, T(10))
+        assert recs and recs[-1].get("received") == size
+        # The target saw the router (ss-server), never the client.
+        assert recs[-1]["peer"][0] in ("10.99.2.1", "fd99:2::1")
+
+
+def test_no_direct_route(nets, targets):
+    """Without a rule, cli cannot reach tgt: what the other tests carry went
+    through the proxy."""
+    nets.nft("rtr", "table inet ssredir\ndelete table inet ssredir\n")
+    with nets.enter("cli"):
+        with pytest.raises(OSError):
+            socket.create_connection((TGT4, targets.tcp[0].port), timeout=1).close()
+
+
+def test_redirect_tcp(ss, nets, targets, blob):
+    server, redir, port = start_pair(ss, nets, extra=["-v"])
+    nets.nft("rtr", redirect_rules(port))
+    check_tcp(nets, targets, blob)
+    assert "redir" in redir.stderr() and ("connect %s:%d" % (TGT4, targets.tcp[0].port)) \
+        in redir.stderr()
+
+
+def test_redirect_tcp_libev_server(ss, nets, targets, blob, libev_bin_dir):
+    """Interop: shadowsocks-libev's ss-server behind our ss-redir."""
+    server, redir, port = start_pair(ss, nets, server_impl="libev", method="aes-256-gcm")
+    nets.nft("rtr", redirect_rules(port))
+    check_tcp(nets, targets, blob, size=300000, half_close=False)
+    for echo in targets.tcp:
+        assert echo.wait_for(lambda r: r["peer"][0] in ("10.99.2.1", "fd99:2::1"), T(5))
+
+
+def test_redirect_not_redirected(ss, nets, targets):
+    """A client that connects to ss-redir's own port has no original
+    destination: closed with a line that says so; ss-redir goes on."""
+    server, redir, port = start_pair(ss, nets)
+    nets.nft("rtr", redirect_rules(port))
+    for host in (RTR4, RTR6):
+        with nets.enter("cli"):
+            s = socket.create_connection((host, port), timeout=T(10))
+        with s:
+            s.sendall(b"hello")
+            assert _read_all(s) == b""
+    for client in ("10.99.1.2", "fd99:1::2"):
+        assert sslib.wait_for(lambda: any(
+            client in line and "closed: not sent here by a REDIRECT rule" in line
+            for line in redir.stderr().splitlines()), T(5)), redir.stderr()
+    assert redir.alive()
+    check_tcp(nets, targets, lambda n: os.urandom(n), size=1000)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-s", "127.0.0.1", "-p", "8388", "-k", "pw"], "missing local port (-l or \"local_port\")"),
+    (["-s", "127.0.0.1", "-p", "8388", "-l", "1080", "-k", "pw", "-m", "no-such-method"],
+     "no-such-method"),
+    (["-s", "127.0.0.1", "-p", "8388", "-l", "1080", "-k", "pw", "-L", "1.2.3.4:5"],
+     "-L is only for ss-tunnel"),
+], ids=["no-local-port", "unknown-method", "tunnel-flag"])
+def test_bad_settings(ss, args, message):
+    rc, p = ss.run("ss-redir", args)
+    assert rc == 1
+    assert message in p.stderr(), p.stderr()
+
+
+def test_tproxy_flag_only_for_redir(ss):
+    rc, p = ss.run("ss-tunnel", ["-s", "127.0.0.1", "-p", "8388", "-l", "1080", "-k", "pw",
+                                 "-L", "1.2.3.4:5", "-T"])
+    assert rc == 1 and "-T/--tcp-tproxy is only for ss-redir" in p.stderr()
