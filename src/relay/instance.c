@@ -294,7 +294,7 @@ static int instance_listen(struct ss_instance *inst, const char *host, uint16_t 
 			 ss_sockaddr_format((struct sockaddr *)&ss, where, sizeof(where)),
 			 strerror(-fd),
 			 fd == -EPERM && inst->sockopts.transparent
-			     ? " (a TPROXY listener needs CAP_NET_ADMIN)"
+			     ? " (a TPROXY listener needs CAP_NET_ADMIN or CAP_NET_RAW)"
 			     : "");
 		return fd;
 	}

@@ -42,7 +42,7 @@ def tcp_round(nets, ssload, echo_ports, redir_port, conns, parallel):
                 assert s.recv(16) == b""
 
 
-@pytest.mark.parametrize("tproxy", [False], ids=["redirect"])
+@pytest.mark.parametrize("tproxy", [False, True], ids=["redirect", "tproxy"])
 def test_no_allocations_in_redir(ss, tmp_path, shim, ssload, nets, tproxy):
     method = "aes-256-gcm"
     with nets.enter("tgt"):

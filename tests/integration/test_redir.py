@@ -96,6 +96,15 @@ def _read_all(s, limit=None):
     return b"".join(chunks)
 
 
+def closed_unanswered(s):
+    """Whether the peer closed without a byte (a reset counts: it closed
+    with our bytes unread)."""
+    try:
+        return _read_all(s) == b""
+    except ConnectionResetError:
+        return True
+
+
 def check_tcp(nets, targets, blob, size=1 << 20, half_close=True):
     data = blob(size)
     for echo, host in zip(targets.tcp, (TGT4, TGT6)):
@@ -154,6 +163,47 @@ def test_redirect_not_redirected(ss, nets, targets):
     assert redir.alive()
     check_tcp(nets, targets, lambda n: os.urandom(n), size=1000)
 
+
+
+def test_tproxy_tcp(ss, policy_routing, targets, blob):
+    """-T: the listener is transparent and the target is the accepted
+    socket's own address."""
+    nets = policy_routing
+    server, redir, port = start_pair(ss, nets, extra=["-T", "-v"])
+    nets.nft("rtr", tproxy_rules(port, l4="tcp"))
+    check_tcp(nets, targets, blob)
+    assert ("redir (tproxy) " in redir.stderr()
+            and "connect [%s]:%d" % (TGT6, targets.tcp[1].port) in redir.stderr()), \
+        redir.stderr()
+
+
+def test_tproxy_not_redirected(ss, policy_routing, targets):
+    """-T: a connection to the proxy's own address and port is closed."""
+    nets = policy_routing
+    server, redir, port = start_pair(ss, nets, extra=["-T"])
+    nets.nft("rtr", tproxy_rules(port, l4="tcp"))
+    with nets.enter("cli"):
+        s = socket.create_connection((RTR4, port), timeout=T(10))
+    with s:
+        s.sendall(b"hello")
+        assert closed_unanswered(s)
+    assert sslib.wait_for(lambda: "closed: not sent here by a TPROXY rule" in redir.stderr(),
+                          T(5)), redir.stderr()
+    check_tcp(nets, targets, lambda n: os.urandom(n), size=1000)
+
+
+def test_tproxy_needs_privilege(ss, nets):
+    """Without CAP_NET_ADMIN (or CAP_NET_RAW) a transparent listener cannot
+    be had: ss-redir says so and exits. Run as nobody, which has neither."""
+    with nets.enter("rtr"):
+        p = ss.procs.start("/usr/bin/setpriv", [
+            "--reuid=65534", "--regid=65534", "--clear-groups", ss.exe("ss-redir"),
+            "-s", "127.0.0.1", "-p", "8388", "-k", "pw", "-b", "0.0.0.0",
+            "-l", str(sslib.free_port()), "-T"])
+    p.expect_exit = True
+    assert p.wait_exit(T(5)) == 1
+    assert "Operation not permitted (a TPROXY listener needs CAP_NET_ADMIN or CAP_NET_RAW)" \
+        in p.stderr(), p.stderr()
 
 @pytest.mark.parametrize("args,message", [
     (["-s", "127.0.0.1", "-p", "8388", "-k", "pw"], "missing local port (-l or \"local_port\")"),
