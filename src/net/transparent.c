@@ -37,7 +37,7 @@ int ss_transparent_recv_dst(int fd, int family)
 }
 
 /* An IPv4-mapped IPv6 address as the IPv4 one; others as they are. */
-static void transparent_unmap(struct sockaddr_storage *ss, socklen_t *len)
+void ss_transparent_unmap(struct sockaddr_storage *ss, socklen_t *len)
 {
 	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
 	struct sockaddr_in in = {.sin_family = AF_INET};
@@ -68,14 +68,16 @@ static bool transparent_same(const struct sockaddr_storage *a, const struct sock
 		      &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
 }
 
-/* Whether sa's address is one of the host's: only those can be bound
- * without IP_TRANSPARENT. */
-static bool transparent_is_local(const struct sockaddr_storage *sa, socklen_t len)
+bool ss_transparent_is_self(const struct sockaddr_storage *sa, socklen_t len, uint16_t listen_port)
 {
 	struct sockaddr_storage probe;
-	int fd = socket(sa->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	bool local;
+	int fd;
 
+	if (transparent_port(sa) != listen_port)
+		return false;
+	/* Only the host's own addresses can be bound without IP_TRANSPARENT. */
+	fd = socket(sa->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return true; /* cannot tell: the safe answer */
 	memcpy(&probe, sa, len);
@@ -96,13 +98,13 @@ int ss_transparent_tcp_dst(int fd, bool tproxy, uint16_t listen_port, struct soc
 
 	if (getsockname(fd, (struct sockaddr *)&self, &self_len) < 0)
 		return -errno;
-	transparent_unmap(&self, &self_len);
+	ss_transparent_unmap(&self, &self_len);
 	memset(out, 0, sizeof(*out));
 	if (tproxy) {
 		/* TPROXY leaves the destination alone: the socket has it. A
 		 * connection to the proxy's own port on one of the host's
 		 * addresses came straight to us. */
-		if (transparent_port(&self) == listen_port && transparent_is_local(&self, self_len))
+		if (ss_transparent_is_self(&self, self_len, listen_port))
 			return -ENOENT;
 		memcpy(out, &self, self_len);
 		*len = self_len;
@@ -115,7 +117,7 @@ int ss_transparent_tcp_dst(int fd, bool tproxy, uint16_t listen_port, struct soc
 		     : getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, out, len);
 	if (rc < 0)
 		return errno == ENOENT || errno == ENOTCONN ? -ENOENT : -errno;
-	transparent_unmap(out, len);
+	ss_transparent_unmap(out, len);
 	/* Conntrack remembers every connection: one that no rule rewrote
 	 * has the proxy's own address. */
 	if (transparent_same(out, &self))
@@ -137,7 +139,7 @@ int ss_transparent_cmsg_dst(const struct msghdr *m, struct sockaddr_storage *out
 		memset(out, 0, sizeof(*out));
 		memcpy(out, CMSG_DATA(c), n);
 		*len = (socklen_t)n;
-		transparent_unmap(out, len);
+		ss_transparent_unmap(out, len);
 		return 0;
 	}
 	return -ENOENT;
@@ -203,6 +205,20 @@ int ss_transparent_udp_from(const struct sockaddr *addr, socklen_t len)
 	(void)addr;
 	(void)len;
 	return -EOPNOTSUPP;
+}
+
+void ss_transparent_unmap(struct sockaddr_storage *ss, socklen_t *len)
+{
+	(void)ss;
+	(void)len;
+}
+
+bool ss_transparent_is_self(const struct sockaddr_storage *sa, socklen_t len, uint16_t listen_port)
+{
+	(void)sa;
+	(void)len;
+	(void)listen_port;
+	return false;
 }
 
 #endif

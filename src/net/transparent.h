@@ -34,6 +34,15 @@ int ss_transparent_tcp_dst(int fd, bool tproxy, uint16_t listen_port, struct soc
  * 0, or -ENOENT when none is there. */
 int ss_transparent_cmsg_dst(const struct msghdr *m, struct sockaddr_storage *out, socklen_t *len);
 
+/* An IPv4-mapped IPv6 address made AF_INET (len updated); others are left
+ * as they are. */
+void ss_transparent_unmap(struct sockaddr_storage *ss, socklen_t *len);
+
+/* Whether sa is the proxy itself: listen_port on one of the host's
+ * addresses. Traffic for it came straight to the proxy, and relaying it
+ * would loop. */
+bool ss_transparent_is_self(const struct sockaddr_storage *sa, socklen_t len, uint16_t listen_port);
+
 /* A non-blocking UDP socket bound to addr, which need not be the host's
  * (transparent, SO_REUSEADDR so that several processes and the listener can
  * share it): answers sent from it seem to come from addr. fd or -errno. */

@@ -42,18 +42,42 @@ def tcp_round(nets, ssload, echo_ports, redir_port, conns, parallel):
                 assert s.recv(16) == b""
 
 
+def udp_round(nets, uechoes, count):
+    """count datagrams from each of two cli sockets a family, spread over
+    the family's targets; each answer must come from where it was sent."""
+    with nets.enter("cli"):
+        socks = [socket.socket(f, socket.SOCK_DGRAM)
+                 for f in (socket.AF_INET, socket.AF_INET, socket.AF_INET6, socket.AF_INET6)]
+    try:
+        for i in range(count):
+            for j, s in enumerate(socks):
+                s.settimeout(T(5))
+                dest = uechoes[2 * (j // 2) + i % 2].addr
+                s.sendto(b"%06d" % i + b"x" * 300, dest)
+                data, src = s.recvfrom(2048)
+                assert data[:6] == b"%06d" % i and src[:2] == dest
+    finally:
+        for s in socks:
+            s.close()
+
+
 @pytest.mark.parametrize("tproxy", [False, True], ids=["redirect", "tproxy"])
 def test_no_allocations_in_redir(ss, tmp_path, shim, ssload, nets, tproxy):
+    """TCP by REDIRECT or TPROXY; with TPROXY, UDP as well, whose
+    associations and answer sockets expire between the rounds."""
+    import ssudp
     method = "aes-256-gcm"
+    udp = ["-u", "--udp-timeout", str(UDP_TIMEOUT)] if tproxy else []
     with nets.enter("tgt"):
         echoes = [sslib.EchoServer(host=TGT4), sslib.EchoServer(host=TGT6)]
+        uechoes = [ssudp.UdpEcho(host=h) for h in (TGT4, TGT4, TGT6, TGT6)]
     try:
         with nets.enter("rtr"):
             server = ss.server(method=method, extra=["-u", "--udp-timeout", str(UDP_TIMEOUT)])
             env, rep = counted_env(shim, tmp_path, "ss-redir")
             args = lambda port: (["-s", server.host, "-p", server.port, "-b", "::", "-l", port,
                                   "-m", method, "-k", server.password]
-                                 + (["-T"] if tproxy else []))
+                                 + (["-T"] if tproxy else []) + udp)
             p, port = ss.procs.start_listening(ss.exe("ss-redir"), args, host=sslib.LOOPBACK4,
                                                env=env)
         nets.nft("rtr", ssnetns.tproxy_rules(port) if tproxy else ssnetns.redirect_rules(port))
@@ -61,13 +85,18 @@ def test_no_allocations_in_redir(ss, tmp_path, shim, ssload, nets, tproxy):
         ports = [e.port for e in echoes]
         for _ in range(2):
             tcp_round(nets, ssload, ports, port, TCP_CONNS, 16)
+            if tproxy:
+                udp_round(nets, uechoes, 100)
+                time.sleep(UDP_TIMEOUT + 1.5)
         before = counted.sample()
         tcp_round(nets, ssload, ports, port, TCP_CONNS, 4)
+        if tproxy:
+            udp_round(nets, uechoes, 500)
         time.sleep(0.5)
         after = counted.sample()
         assert before > 0
         assert after == before, "heap allocations in ss-redir: %d" % (after - before)
         assert "closed: not sent here by a" in p.output()
     finally:
-        for e in echoes:
+        for e in echoes + uechoes:
             e.close()

@@ -44,7 +44,14 @@ def start_pair(ss, nets, extra=(), server_impl="ours", method=sslib.DEFAULT_METH
         server = ss.server(impl=server_impl, method=method, extra=list(server_extra))
         args = lambda port: (["-s", server.host, "-p", server.port, "-b", "::", "-l", port,
                               "-m", method, "-k", server.password] + list(extra))
-        p, port = ss.procs.start_listening(ss.exe("ss-redir"), args, host=sslib.LOOPBACK4)
+        if "-U" not in extra:
+            p, port = ss.procs.start_listening(ss.exe("ss-redir"), args, host=sslib.LOOPBACK4)
+            return server, p, port
+        # UDP only: nothing to connect to; the log says when it listens.
+        port = sslib.free_port()
+        p = ss.procs.start(ss.exe("ss-redir"), args(port))
+    assert sslib.wait_for(lambda: "listening on UDP [::]:%d" % port in p.stderr(), T(10)), \
+        p.describe()
     return server, p, port
 
 
@@ -204,6 +211,97 @@ def test_tproxy_needs_privilege(ss, nets):
     assert p.wait_exit(T(5)) == 1
     assert "Operation not permitted (a TPROXY listener needs CAP_NET_ADMIN or CAP_NET_RAW)" \
         in p.stderr(), p.stderr()
+
+
+def udp_exchange(nets, family, dests, payloads):
+    """From one cli socket of family: each payload to each destination in
+    turn; returns [(payload, data, source)] of the answers."""
+    out = []
+    with nets.enter("cli"):
+        s = socket.socket(family, socket.SOCK_DGRAM)
+    with s:
+        s.settimeout(T(5))
+        for payload in payloads:
+            for dest in dests:
+                s.sendto(payload, dest)
+                data, src = s.recvfrom(65536)
+                out.append((dest, payload, data, src[:2]))
+    return out
+
+
+def test_tproxy_udp(ss, policy_routing, blob):
+    """-u -T: datagrams to addresses behind the proxy, over IPv4 and IPv6,
+    to two ports on each, from one client socket per family: every answer
+    comes back whole and from the address and port the client sent to."""
+    import ssudp
+    nets = policy_routing
+    server, redir, port = start_pair(ss, nets, extra=["-u", "-T", "-v"],
+                                     server_extra=["-u"])
+    nets.nft("rtr", tproxy_rules(port))
+    with nets.enter("tgt"):
+        echoes = [ssudp.UdpEcho(host=h) for h in (TGT4, TGT4, TGT6, TGT6)]
+    try:
+        payloads = [blob(n) for n in (1, 100, 1400, 8000, 60000)]
+        for family, group in ((socket.AF_INET, echoes[:2]), (socket.AF_INET6, echoes[2:])):
+            dests = [e.addr for e in group]
+            for dest, payload, data, src in udp_exchange(nets, family, dests, payloads):
+                assert data == payload, "%s: %d bytes back of %d" % (dest, len(data),
+                                                                     len(payload))
+                assert src == dest, "answer from %s, sent to %s" % (src, dest)
+            for e in group:
+                # The target heard the router, never the client.
+                assert e.records and all(r[0][0] in ("10.99.2.1", "fd99:2::1")
+                                         for r in e.records), e.records
+        # TCP through the same listener port, by TPROXY too.
+        check_tcp(nets, _Targets(nets), lambda n: os.urandom(n), size=5000)
+    finally:
+        for e in echoes:
+            e.close()
+    assert "udp" in redir.stderr() and "new association" in redir.stderr()
+
+
+def test_tproxy_udp_not_redirected(ss, policy_routing):
+    """A datagram sent to the proxy's own address and port is dropped with a
+    line that says why; the proxy goes on."""
+    nets = policy_routing
+    server, redir, port = start_pair(ss, nets, extra=["-U"], server_extra=["-u"])
+    nets.nft("rtr", tproxy_rules(port, l4="udp"))
+    with nets.enter("cli"):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    with s:
+        s.sendto(b"loop?", (RTR4, port))
+    assert sslib.wait_for(lambda: "sent to the proxy's own address and port" in redir.stderr(),
+                          T(5)), redir.stderr()
+    assert redir.alive()
+
+
+@pytest.mark.parametrize("max_assoc", [4096, 2])
+def test_tproxy_udp_answer_sockets(ss, policy_routing, max_assoc):
+    """The sockets answers go back from are kept per address, bounded (with
+    --udp-max-associations 2 there is one: each new address takes it over)
+    and closed after --udp-timeout, with the associations."""
+    import ssudp
+    nets = policy_routing
+    server, redir, port = start_pair(
+        ss, nets, extra=["-U", "--udp-timeout", "1", "--udp-max-associations", str(max_assoc)],
+        server_extra=["-u"])
+    nets.nft("rtr", tproxy_rules(port, l4="udp"))
+    base = sslib.fd_count(redir.pid)
+    with nets.enter("tgt"):
+        echoes = [ssudp.UdpEcho(host=TGT4) for _ in range(3)]
+    try:
+        dests = [e.addr for e in echoes]
+        for dest, payload, data, src in udp_exchange(nets, socket.AF_INET, dests,
+                                                  [b"a", b"bb", b"ccc"]):
+            assert (data, src) == (payload, dest)
+        # One association, and a socket per target address (or the one).
+        want = 1 + (3 if max_assoc > 2 else 1)
+        assert sslib.fd_count(redir.pid) == base + want
+        assert sslib.wait_for(lambda: sslib.fd_count(redir.pid) == base, T(5)), \
+            "sockets still open %d s after the timeout" % T(5)
+    finally:
+        for e in echoes:
+            e.close()
 
 @pytest.mark.parametrize("args,message", [
     (["-s", "127.0.0.1", "-p", "8388", "-k", "pw"], "missing local port (-l or \"local_port\")"),
