@@ -1,8 +1,8 @@
 #ifndef SHADOWSOCKS_H
 #define SHADOWSOCKS_H
 
-/* libshadowsocks-c: run an ss-local, ss-server or ss-tunnel in-process, on
- * a libev loop of the caller's.
+/* libshadowsocks-c: run an ss-local, ss-server, ss-tunnel or ss-redir
+ * in-process, on a libev loop of the caller's.
  *
  *   ss_config_t *cfg;
  *   ss_instance_t *inst;
@@ -65,6 +65,7 @@ typedef enum {
 	SS_PROG_LOCAL,  /* SOCKS5 in, Shadowsocks out */
 	SS_PROG_SERVER, /* Shadowsocks in, the target out */
 	SS_PROG_TUNNEL, /* a fixed target (tunnel_address) through a server */
+	SS_PROG_REDIR,  /* a transparent proxy: the firewall's original destination */
 } ss_prog_t;
 
 /* ---- Configuration ---------------------------------------------------
@@ -73,7 +74,7 @@ typedef enum {
  * earlier one, except that ss_config_load_json leaves what
  * ss_config_load_args set, as the programs let flags beat the file), then
  * validated once. The keys and flags are those of shadowsocks-libev 3.3.5
- * (ss-local(1), ss-server(1), ss-tunnel(1)). */
+ * (ss-local(1), ss-server(1), ss-tunnel(1), ss-redir(1)). */
 typedef struct ss_config ss_config_t;
 
 /* An empty configuration for prog, in *out; the caller owns it and frees

@@ -6,6 +6,8 @@ PKGS="make cmake gcc pkg-config libev-dev libc-ares-dev libsodium-dev libmbedtls
 libpcre2-dev libssl-dev libcjson-dev libqrencode-dev libcmocka-dev python3 python3-pytest
 shadowsocks-libev curl v2ray b3sum python3-cryptography clang zbar-tools simple-obfs
 shadowsocks-v2ray-plugin systemd dbus util-linux fish zsh"
+# ss-redir's tests: namespaces, veth pairs, REDIRECT and TPROXY rules.
+PKGS="$PKGS iproute2 nftables"
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 updated=""

@@ -1,5 +1,5 @@
-# fish completion for ss-local, ss-server and ss-tunnel (shadowsocks-c),
-# installed as ss-local.fish, ss-server.fish and ss-tunnel.fish.
+# fish completion for ss-local, ss-server, ss-tunnel and ss-redir (shadowsocks-c),
+# installed as ss-local.fish, ss-server.fish, ss-tunnel.fish and ss-redir.fish.
 
 function __ss_methods
     printf '%s\n' aes-128-gcm aes-192-gcm aes-256-gcm chacha20-ietf-poly1305 \
@@ -19,7 +19,7 @@ function __ss_plugins
     end | sort -u
 end
 
-for prog in ss-local ss-server ss-tunnel
+for prog in ss-local ss-server ss-tunnel ss-redir
     complete -c $prog -f
     complete -c $prog -s p -x -d 'Server port'
     complete -c $prog -s l -x -d 'Local port'
@@ -55,9 +55,10 @@ for prog in ss-local ss-server ss-tunnel
 end
 complete -c ss-server -s s -x -d 'Address to listen on'
 complete -c ss-server -l print-url -d 'Print the ss:// URL and QR code a client needs'
-complete -c ss-local -c ss-tunnel -s s -x -d 'Server host, or an ss:// URL'
-complete -c ss-local -c ss-tunnel -l server-url -x -d 'A server as an ss:// URL (SIP002)'
+complete -c ss-local -c ss-tunnel -c ss-redir -s s -x -d 'Server host, or an ss:// URL'
+complete -c ss-local -c ss-tunnel -c ss-redir -l server-url -x -d 'A server as an ss:// URL (SIP002)'
 complete -c ss-local -l socks-user -x -d 'SOCKS5 user clients must log in as'
 complete -c ss-local -l socks-pass -x -d 'That SOCKS5 user'"'"'s password'
 complete -c ss-local -l socks-users -r -F -d 'File of SOCKS5 users, name:password a line'
 complete -c ss-tunnel -s L -x -d 'Tunnel destination host:port'
+complete -c ss-redir -s T -l tcp-tproxy -d 'TCP arrives by TPROXY, not REDIRECT'

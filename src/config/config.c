@@ -18,6 +18,7 @@ static const char *const prog_default_name[] = {
     [SS_PROG_LOCAL] = "ss-local",
     [SS_PROG_SERVER] = "ss-server",
     [SS_PROG_TUNNEL] = "ss-tunnel",
+    [SS_PROG_REDIR] = "ss-redir",
 };
 
 int ss_cfg_err(char *err, size_t errlen, const char *fmt, ...)

@@ -124,6 +124,8 @@ struct ss_config {
 	char nameserver[256];  /* -d / "nameserver": comma-separated list */
 	ss_addr_t tunnel_addr; /* -L / "tunnel_address" (ss-tunnel) */
 	bool have_tunnel_addr;
+	/* -T / "tcp_tproxy" (ss-redir): TCP arrives by TPROXY, not REDIRECT */
+	bool tcp_tproxy;
 	int verbose;          /* -v count / "verbose" */
 	bool fast_open;       /* --fast-open / "fast_open" */
 	bool reuse_port;      /* --reuse-port / "reuse_port" */

@@ -13,7 +13,8 @@ int ss_config_new(ss_prog_t prog, ss_config_t **out)
 	ss_config_t *cfg;
 
 	*out = NULL;
-	if (prog != SS_PROG_LOCAL && prog != SS_PROG_SERVER && prog != SS_PROG_TUNNEL)
+	if (prog != SS_PROG_LOCAL && prog != SS_PROG_SERVER && prog != SS_PROG_TUNNEL &&
+	    prog != SS_PROG_REDIR)
 		return -EINVAL;
 	cfg = malloc(sizeof(*cfg));
 	if (cfg == NULL)

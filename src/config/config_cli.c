@@ -1,7 +1,8 @@
 /* The command line of shadowsocks-libev 3.3.5 (ss-local, ss-server,
- * ss-tunnel), as its getopt strings and long options define it. All three
- * programs accept the union of libev's flags except -L, which only ss-tunnel
- * takes; flags of ss-manager and ss-redir are refused with a reason. */
+ * ss-tunnel, ss-redir), as its getopt strings and long options define it.
+ * All four programs accept the union of libev's flags except -L, which only
+ * ss-tunnel takes, and -T, which only ss-redir takes; flags of ss-manager
+ * are refused with a reason. */
 
 #include <ctype.h>
 #include <errno.h>
@@ -40,6 +41,7 @@ enum {
 	OPT_SOCKS_USER,
 	OPT_SOCKS_PASS,
 	OPT_SOCKS_USERS,
+	OPT_TCP_TPROXY,
 };
 
 static const struct option long_options[] = {
@@ -66,11 +68,12 @@ static const struct option long_options[] = {
     {"socks-user", required_argument, NULL, OPT_SOCKS_USER},
     {"socks-pass", required_argument, NULL, OPT_SOCKS_PASS},
     {"socks-users", required_argument, NULL, OPT_SOCKS_USERS},
+    {"tcp-tproxy", no_argument, NULL, OPT_TCP_TPROXY},
     {NULL, 0, NULL, 0},
 };
 
-/* Leading ':' makes a missing value its own case; -A and -T are taken only
- * to refuse them with a reason. */
+/* Leading ':' makes a missing value its own case; -A is taken only to
+ * refuse it with a reason, as -T is outside ss-redir. */
 static const char short_options[] = ":s:p:l:k:m:a:f:t:c:n:i:b:d:L:uUv6hAT";
 
 /* How messages name an option: "-p", "--mtu". */
@@ -147,9 +150,10 @@ static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t err
 		break;
 	case OPT_SERVER_URL:
 		if (cfg->prog == SS_PROG_SERVER)
-			return ss_cfg_err(err, errlen,
-					  "--server-url is for ss-local and ss-tunnel; ss-server "
-					  "prints its URL with --print-url");
+			return ss_cfg_err(
+			    err, errlen,
+			    "--server-url is for ss-local, ss-tunnel and ss-redir; ss-server "
+			    "prints its URL with --print-url");
 		rc = ss_cfg_add_server(cfg, arg, "--server-url", true, err, errlen);
 		bit = ss_cfg_bit(SS_CF_SERVERS);
 		break;
@@ -348,8 +352,12 @@ static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t err
 		    err, errlen,
 		    "-A: one-time auth was removed from Shadowsocks; use an AEAD method");
 	case 'T':
-		return ss_cfg_err(err, errlen,
-				  "-T (TPROXY) is an ss-redir flag; shadowsocks-c has no ss-redir");
+	case OPT_TCP_TPROXY:
+		if (cfg->prog != SS_PROG_REDIR)
+			return ss_cfg_err(err, errlen, "-T/--tcp-tproxy is only for ss-redir");
+		cfg->tcp_tproxy = true;
+		bit = ss_cfg_bit(SS_CF_TCP_TPROXY);
+		break;
 	case OPT_MANAGER_ADDRESS:
 	case OPT_EXECUTABLE: {
 		char name[32];
@@ -374,12 +382,14 @@ static bool refused(ss_prog_t prog, int c)
 {
 	switch (c) {
 	case 'A':
-	case 'T':
 	case OPT_MANAGER_ADDRESS:
 	case OPT_EXECUTABLE:
 		return true;
 	case 'L':
 		return prog != SS_PROG_TUNNEL;
+	case 'T':
+	case OPT_TCP_TPROXY:
+		return prog != SS_PROG_REDIR;
 	case OPT_SERVER_URL:
 		return prog == SS_PROG_SERVER;
 	case OPT_PRINT_URL:

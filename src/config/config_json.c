@@ -150,10 +150,11 @@ static int j_server_url(ss_config_t *cfg, const cJSON *v, const char *key, char 
 	int i = 0;
 
 	if (cfg->prog == SS_PROG_SERVER)
-		return ss_cfg_err(err, errlen,
-				  "\"%s\" is for ss-local and ss-tunnel; ss-server prints its URL "
-				  "with --print-url",
-				  key);
+		return ss_cfg_err(
+		    err, errlen,
+		    "\"%s\" is for ss-local, ss-tunnel and ss-redir; ss-server prints its URL "
+		    "with --print-url",
+		    key);
 	if (cJSON_IsString(v))
 		return ss_cfg_add_server(cfg, v->valuestring, "\"server_url\"", true, err, errlen);
 	if (!cJSON_IsArray(v))
@@ -310,10 +311,11 @@ static int j_servers(ss_config_t *cfg, const cJSON *v, const char *key, char *er
 	int i = 0;
 
 	if (cfg->prog == SS_PROG_SERVER)
-		return ss_cfg_err(err, errlen,
-				  "\"%s\" is for ss-local and ss-tunnel; ss-server listens on the "
-				  "addresses in \"server\" with one method",
-				  key);
+		return ss_cfg_err(
+		    err, errlen,
+		    "\"%s\" is for ss-local, ss-tunnel and ss-redir; ss-server listens on the "
+		    "addresses in \"server\" with one method",
+		    key);
 	if (!cJSON_IsArray(v))
 		return ss_cfg_err(err, errlen, "\"%s\" must be an array of objects, not %s", key,
 				  show(v, shown, sizeof(shown)));
@@ -692,6 +694,7 @@ static const struct json_key {
     BOOL("reuse_port", SS_CF_REUSE_PORT, reuse_port),
     BOOL("no_delay", SS_CF_NO_DELAY, no_delay),
     BOOL("mptcp", SS_CF_MPTCP, mptcp),
+    BOOL("tcp_tproxy", SS_CF_TCP_TPROXY, tcp_tproxy),
     BOOL("use_syslog", SS_CF_USE_SYSLOG, use_syslog),
     FN("mode", SS_CF_MODE, j_mode),
     FN("mtu", SS_CF_MTU, j_mtu),

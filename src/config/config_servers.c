@@ -80,7 +80,7 @@ int ss_cfg_add_server(ss_config_t *cfg, const char *text, const char *origin, bo
 	if (url && cfg->prog == SS_PROG_SERVER)
 		return ss_cfg_err(err, errlen,
 				  "%s: ss-server listens on addresses; an ss:// URL is for "
-				  "ss-local and ss-tunnel",
+				  "ss-local, ss-tunnel and ss-redir",
 				  origin);
 	if (url)
 		return server_from_url(cfg, text, origin, err, errlen);

@@ -47,6 +47,7 @@ static const char *const prog_names[] = {
     [SS_PROG_LOCAL] = "ss-local",
     [SS_PROG_SERVER] = "ss-server",
     [SS_PROG_TUNNEL] = "ss-tunnel",
+    [SS_PROG_REDIR] = "ss-redir",
 };
 
 void ss_config_version(ss_prog_t prog, void *out)
@@ -125,6 +126,11 @@ void ss_config_usage(ss_prog_t prog, void *out)
 		fputc('\n', f);
 		line(f, "[-L <addr>:<port>]", "Where the tunnel leads: the destination");
 		more(f, "every connection is forwarded to.");
+	}
+	if (prog == SS_PROG_REDIR) {
+		fputc('\n', f);
+		line(f, "[-T, --tcp-tproxy]", "TCP arrives by TPROXY, not REDIRECT");
+		more(f, "(UDP always does: -u, -U).");
 	}
 	fputc('\n', f);
 

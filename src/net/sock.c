@@ -1,4 +1,5 @@
 #include "net/sock.h"
+#include "net/transparent.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,6 +60,13 @@ int ss_sock_listen_tcp(const struct sockaddr *addr, socklen_t len, const ss_sock
 		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	if (addr->sa_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (o && o->transparent) {
+		int rc = ss_transparent_set(fd, addr->sa_family);
+		if (rc < 0) {
+			close(fd);
+			return rc;
+		}
+	}
 	if (o && o->fast_open) {
 		int qlen = 256;
 		setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN, &qlen, sizeof(qlen));

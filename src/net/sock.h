@@ -10,6 +10,7 @@ typedef struct ss_sockopts {
 	bool reuse_port;
 	bool no_delay;
 	bool mptcp;
+	bool transparent;             /* listeners: IP_TRANSPARENT (net/transparent.h) */
 	const char *iface;            /* SO_BINDTODEVICE, NULL or "" for none */
 	const struct sockaddr *bind4; /* outbound source for IPv4, or NULL */
 	const struct sockaddr *bind6; /* outbound source for IPv6, or NULL */

@@ -180,6 +180,10 @@ static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *
 			fprintf(out, "tunnel to: %s\n",
 				ss_addr_format(&cfg->tunnel_addr, to, sizeof(to)));
 		}
+		if (cfg->prog == SS_PROG_REDIR)
+			fprintf(out, "transparent proxy: TCP by %s%s\n",
+				cfg->tcp_tproxy ? "TPROXY" : "REDIRECT",
+				cfg->mode != SS_MODE_TCP_ONLY ? ", UDP by TPROXY" : "");
 		for (size_t i = 0; i < cfg->n_servers; i++)
 			if (check_server(cfg, i, r, out, err, errlen) < 0)
 				return -EINVAL;

@@ -143,6 +143,7 @@ typedef struct ss_handshake_ops {
 
 extern const ss_handshake_ops_t ss_hs_socks5; /* ss-local */
 extern const ss_handshake_ops_t ss_hs_tunnel; /* ss-tunnel */
+extern const ss_handshake_ops_t ss_hs_redir;  /* ss-redir */
 extern const ss_handshake_ops_t ss_hs_server; /* ss-server */
 
 /* Core services for handshakes (relay/conn.c). */

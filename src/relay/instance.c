@@ -290,9 +290,12 @@ static int instance_listen(struct ss_instance *inst, const char *host, uint16_t 
 		return instance_listen(inst, "0.0.0.0", port, tcp, false, err, errlen);
 	}
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot listen on %s: %s",
+		snprintf(err, errlen, "cannot listen on %s: %s%s",
 			 ss_sockaddr_format((struct sockaddr *)&ss, where, sizeof(where)),
-			 strerror(-fd));
+			 strerror(-fd),
+			 fd == -EPERM && inst->sockopts.transparent
+			     ? " (a TPROXY listener needs CAP_NET_ADMIN or CAP_NET_RAW)"
+			     : "");
 		return fd;
 	}
 	ss_listener_t *l = &inst->listeners[inst->n_listeners++];
@@ -584,13 +587,16 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->be = ss_crypto_default();
 	inst->ops = cfg->prog == SS_PROG_SERVER   ? &ss_hs_server
 		    : cfg->prog == SS_PROG_TUNNEL ? &ss_hs_tunnel
+		    : cfg->prog == SS_PROG_REDIR  ? &ss_hs_redir
 						  : &ss_hs_socks5;
 	inst->timeout = cfg->timeout > 0 ? cfg->timeout : 60;
 	inst->connect_timeout = inst->timeout < 10 ? inst->timeout : 10;
-	inst->sockopts = (ss_sockopts_t){.fast_open = cfg->fast_open,
-					 .reuse_port = cfg->reuse_port,
-					 .no_delay = cfg->no_delay,
-					 .mptcp = cfg->mptcp};
+	inst->sockopts =
+	    (ss_sockopts_t){.fast_open = cfg->fast_open,
+			    .reuse_port = cfg->reuse_port,
+			    .no_delay = cfg->no_delay,
+			    .mptcp = cfg->mptcp,
+			    .transparent = cfg->prog == SS_PROG_REDIR && cfg->tcp_tproxy};
 	ev_prepare_init(&inst->reaper, instance_reaper_cb);
 	inst->reaper.data = inst;
 	ev_init(&inst->retry, instance_retry_cb);
@@ -602,7 +608,9 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	ss_refused_init(&inst->refused, loop,
 			cfg->prog == SS_PROG_SERVER ? "refused"
 			: cfg->n_socks_creds        ? "refused logins and server answers"
-						    : "answers that failed to authenticate");
+			: cfg->prog == SS_PROG_REDIR
+			    ? "connections not redirected and server answers refused"
+			    : "answers that failed to authenticate");
 
 	if (cfg->prog == SS_PROG_SERVER) {
 		if ((rc = ss_codec_setup(&inst->codec, cfg, inst->be, true, err, errlen)) < 0)

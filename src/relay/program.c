@@ -107,6 +107,7 @@ static const char *program_name(ss_prog_t prog)
 {
 	return prog == SS_PROG_SERVER   ? "ss-server"
 	       : prog == SS_PROG_TUNNEL ? "ss-tunnel"
+	       : prog == SS_PROG_REDIR  ? "ss-redir"
 					: "ss-local";
 }
 
@@ -180,7 +181,8 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		ss_check_warnings(&cfg, stderr);
 		rc = ss_check_run(&cfg, stdout, err, sizeof(err));
 		if (rc < 0)
-			fprintf(stderr, "%s%s: %s\n", ss_log_stderr_prefix(SS_LOG_ERROR), name, err);
+			fprintf(stderr, "%s%s: %s\n", ss_log_stderr_prefix(SS_LOG_ERROR), name,
+				err);
 		ss_config_clear(&cfg);
 		return rc < 0 ? 1 : 0;
 	}

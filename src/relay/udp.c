@@ -11,6 +11,7 @@
 
 #include "crypto/aead.h"
 #include "net/sock.h"
+#include "net/transparent.h"
 #include "proto/addr.h"
 #include "proto/socks5.h"
 #include "relay/conn.h"
@@ -52,14 +53,22 @@ static void udp_refuse(ss_udp_relay_t *u, const struct sockaddr *key, const stru
 			udp_peer(from, peer, sizeof(peer)), what, why);
 }
 
+/* Reads one datagram; with dst, also where it was going (ss-redir's
+ * listener: ss_transparent_recv_dst), *dstlen 0 when that is not known. */
 static ssize_t ss_udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
-			   socklen_t *fromlen)
+			   socklen_t *fromlen, struct sockaddr_storage *dst, socklen_t *dstlen)
 {
+	union {
+		struct cmsghdr align;
+		uint8_t b[2 * CMSG_SPACE(sizeof(struct sockaddr_in6))];
+	} ctl;
 	struct iovec iov = {buf, cap};
 	struct msghdr msg = {.msg_name = from,
 			     .msg_namelen = from ? sizeof(*from) : 0,
 			     .msg_iov = &iov,
-			     .msg_iovlen = 1};
+			     .msg_iovlen = 1,
+			     .msg_control = dst ? ctl.b : NULL,
+			     .msg_controllen = dst ? sizeof(ctl.b) : 0};
 	ssize_t n;
 
 	do
@@ -69,6 +78,8 @@ static ssize_t ss_udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_sto
 		return -errno;
 	if (fromlen)
 		*fromlen = msg.msg_namelen;
+	if (dst && ss_transparent_cmsg_dst(&msg, dst, dstlen) < 0)
+		*dstlen = 0;
 	if (msg.msg_flags & MSG_TRUNC)
 		return -EMSGSIZE;
 	return n;
@@ -155,14 +166,13 @@ static void udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 
 static void udp_arm_expiry(ss_udp_relay_t *u)
 {
-	ss_udp_entry_t *oldest = ss_udp_table_oldest(&u->table);
+	ev_tstamp at = ss_udp_table_idle_wait(&u->table, ev_now(u->loop), u->timeout);
 
 	ev_timer_stop(u->loop, &u->expiry);
-	if (!oldest)
-		return;
-	ev_tstamp at = oldest->last_active + u->timeout - ev_now(u->loop);
-	ev_timer_set(&u->expiry, at > 0.01 ? at : 0.01, 0.);
-	ev_timer_start(u->loop, &u->expiry);
+	if (at > 0) {
+		ev_timer_set(&u->expiry, at, 0.);
+		ev_timer_start(u->loop, &u->expiry);
+	}
 }
 
 static void udp_expiry_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -466,9 +476,10 @@ static uint64_t udp_now(ss_udp_relay_t *u)
 /* Reads a datagram from a listener into buf (at most cap bytes): its length
  * (0 is a datagram too), UDP_NONE or UDP_TAKEN. */
 static ssize_t udp_listener_recv(ss_udp_relay_t *u, ss_udp_listener_t *l, uint8_t *buf, size_t cap,
-				 struct sockaddr_storage *from, socklen_t *fromlen)
+				 struct sockaddr_storage *from, socklen_t *fromlen,
+				 struct sockaddr_storage *dst, socklen_t *dstlen)
 {
-	ssize_t n = ss_udp_recv(l->io.fd, buf, cap, from, fromlen);
+	ssize_t n = ss_udp_recv(l->io.fd, buf, cap, from, fromlen, dst, dstlen);
 
 	if (n == -EAGAIN || n == -EWOULDBLOCK)
 		return UDP_NONE;
@@ -480,15 +491,72 @@ static ssize_t udp_listener_recv(ss_udp_relay_t *u, ss_udp_listener_t *l, uint8_
 	return n;
 }
 
-/* --- client side: ss-local, ss-tunnel --- */
+/* --- client side: ss-local, ss-tunnel, ss-redir --- */
+
+/* ss-redir: the room a datagram's destination takes in front of it, at most
+ * (an IPv6 address and port). */
+#define UDP_REDIR_ADDR_ROOM 19
+
+/* ss-redir: puts the original destination dst of the datagram at data
+ * right before it, setting *at and *addr_len. NULL, or why it cannot be
+ * relayed. */
+static const char *udp_redir_target(ss_udp_relay_t *u, const struct sockaddr_storage *dst,
+				    socklen_t dstlen, uint8_t *data, uint8_t **at, size_t *addr_len)
+{
+	uint8_t hdr[UDP_REDIR_ADDR_ROOM];
+	ss_addr_t target;
+
+	if (dstlen == 0)
+		return "no original destination (not sent here by a TPROXY rule)";
+	if (ss_transparent_is_self(dst, dstlen, u->inst->cfg->local_port))
+		return "sent to the proxy's own address and port, not by a TPROXY rule";
+	if (ss_addr_from_sockaddr(&target, (const struct sockaddr *)dst) < 0)
+		return "original destination of an unknown family";
+	*addr_len = ss_addr_encode(&target, hdr, sizeof(hdr));
+	*at = data - *addr_len;
+	memcpy(*at, hdr, *addr_len);
+	return NULL;
+}
+
+/* ss-redir: an answer goes back to the client from the address it came
+ * from, the one the client sent to. */
+static void udp_redir_answer(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_codec_pkt_t *p)
+{
+	struct sockaddr_storage src, to = a->peer;
+	socklen_t slen, tlen = a->peer_len;
+	char why[96];
+	int fd;
+
+	if (ss_addr_to_sockaddr(&p->addr, &src, &slen) < 0) {
+		ss_udp_drop(u, (struct sockaddr *)&to, "an answer from a name, not an address");
+		return;
+	}
+	ss_transparent_unmap(&src, &slen);
+	ss_transparent_unmap(&to, &tlen);
+	if (src.ss_family != to.ss_family) {
+		ss_udp_drop(u, (struct sockaddr *)&to,
+			    "an answer from an address of the other family");
+		return;
+	}
+	fd = ss_udp_from_socket(&u->from, (struct sockaddr *)&src, slen);
+	if (fd < 0) {
+		char where[SS_ADDR_STRLEN];
+		snprintf(why, sizeof(why), "cannot send from %s: %s",
+			 ss_sockaddr_format((struct sockaddr *)&src, where, sizeof(where)),
+			 strerror(-fd));
+		ss_udp_drop(u, (struct sockaddr *)&to, why);
+		return;
+	}
+	ss_udp_send(u, fd, p->payload, p->payload_len, (struct sockaddr *)&to, tlen);
+}
 
 /* A datagram from an application: seal it and send it to the server. The
  * target's address is placed at UDP_HEAD and the payload right after it. */
 static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 {
 	struct ss_instance *inst = u->inst;
-	struct sockaddr_storage from;
-	socklen_t fromlen = 0;
+	struct sockaddr_storage from, dst;
+	socklen_t fromlen = 0, dstlen = 0;
 	uint8_t *at = u->buf + UDP_HEAD, *data, *out;
 	size_t addr_len = 0, dlen;
 	ssize_t n;
@@ -497,6 +565,9 @@ static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	if (u->socks5) {
 		/* [RSV RSV FRAG][address][data] lands with the address at at. */
 		data = at - 3;
+	} else if (u->redir) {
+		/* The address goes in front once the datagram tells it. */
+		data = at + UDP_REDIR_ADDR_ROOM;
 	} else {
 		addr_len = ss_addr_encode(&inst->cfg->tunnel_addr, at, SS_ADDR_MAX_ENCODED);
 		data = at + addr_len;
@@ -505,10 +576,18 @@ static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	 * for the largest tag. */
 	n = udp_listener_recv(u, l, data,
 			      SS_UDP_BUF_SIZE - (size_t)(data - u->buf) - SS_CODEC_UDP_TAIL_MAX,
-			      &from, &fromlen);
+			      &from, &fromlen, u->redir ? &dst : NULL, &dstlen);
 	if (n < 0)
 		return n == UDP_TAKEN;
 	dlen = (size_t)n;
+	if (u->redir) {
+		const char *why = udp_redir_target(u, &dst, dstlen, data, &at, &addr_len);
+		if (why) {
+			udp_refuse(u, (struct sockaddr *)&from, (struct sockaddr *)&from,
+				   "datagram dropped", why);
+			return true;
+		}
+	}
 	if (u->socks5) {
 		ss_addr_t target;
 		size_t used;
@@ -562,7 +641,8 @@ static bool udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	const char *why;
 	ssize_t n;
 
-	n = ss_udp_recv(a->io.fd, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), NULL, NULL);
+	n = ss_udp_recv(a->io.fd, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), NULL, NULL, NULL,
+			NULL);
 	if (n == -EAGAIN || n == -EWOULDBLOCK)
 		return false;
 	if (n < 0) {
@@ -592,7 +672,9 @@ static bool udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 		ss_conn_touch(a->control);
 	u->stats.datagrams_out++;
 	int lfd = u->listeners[a->listener].io.fd;
-	if (u->socks5) {
+	if (u->redir) {
+		udp_redir_answer(u, a, &p);
+	} else if (u->socks5) {
 		uint8_t *h = p.addr_raw - 3;
 		h[0] = h[1] = h[2] = 0;
 		ss_udp_send(u, lfd, h, (size_t)(p.payload - h) + p.payload_len, client,
@@ -767,7 +849,7 @@ static bool udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	ssize_t n;
 
 	n = udp_listener_recv(u, l, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), &from,
-			      &fromlen);
+			      &fromlen, NULL, NULL);
 	if (n < 0)
 		return n == UDP_TAKEN;
 	if (!ss_instance_client_allowed(inst, (struct sockaddr *)&from)) {
@@ -821,7 +903,7 @@ static bool udp_server_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	long w;
 
 	n = ss_udp_recv(a->io.fd, data, SS_UDP_BUF_SIZE - UDP_HEAD - inst->codec.udp_tail, &from,
-			&fromlen);
+			&fromlen, NULL, NULL);
 	if (n == -EAGAIN || n == -EWOULDBLOCK)
 		return false;
 	if (n < 0) {
@@ -903,6 +985,7 @@ static void udp_release(ss_udp_relay_t *u)
 		u->buf = NULL;
 	}
 	ss_udp_table_free(&u->table);
+	ss_udp_from_free(&u->from);
 }
 
 /* Once, at start-up: the relay's state of each codec (ss-server's, or each
@@ -944,10 +1027,22 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, c
 	u->loop = inst->loop;
 	u->client = cfg->prog != SS_PROG_SERVER;
 	u->socks5 = cfg->prog == SS_PROG_LOCAL;
+	u->redir = cfg->prog == SS_PROG_REDIR;
 	u->timeout = cfg->udp_timeout > 0 ? cfg->udp_timeout : 60;
+	if (u->redir) {
+		/* The descriptors are shared with the sockets answers go
+		 * back from: half each. */
+		max = max_assoc / 2 ? max_assoc / 2 : 1;
+		if (ss_udp_from_init(&u->from, u->loop, max_assoc - max, u->timeout) < 0) {
+			snprintf(err, errlen, "cannot reserve %zu UDP answer sockets",
+				 max_assoc - max);
+			return -ENOMEM;
+		}
+	}
 	rc = ss_udp_table_init(&u->table, sizeof(ss_udp_assoc_t) + inst->udp_states,
 			       offsetof(ss_udp_assoc_t, classes), max);
 	if (rc < 0) {
+		ss_udp_from_free(&u->from);
 		snprintf(err, errlen, "cannot reserve %zu UDP associations", max);
 		return rc;
 	}
@@ -981,9 +1076,22 @@ int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len,
 		return -EINVAL;
 	}
 	fd = ss_sock_udp_bind(addr, len, &u->inst->sockopts);
+	/* ss-redir: datagrams come by TPROXY, for addresses not the host's. */
+	if (fd >= 0 && u->redir) {
+		int rc = ss_transparent_set(fd, addr->sa_family);
+		if (rc == 0)
+			rc = ss_transparent_recv_dst(fd, addr->sa_family);
+		if (rc < 0) {
+			close(fd);
+			fd = rc;
+		}
+	}
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot listen on UDP %s: %s",
-			 ss_sockaddr_format(addr, where, sizeof(where)), strerror(-fd));
+		snprintf(err, errlen, "cannot listen on UDP %s: %s%s",
+			 ss_sockaddr_format(addr, where, sizeof(where)), strerror(-fd),
+			 fd == -EPERM && u->redir
+			     ? " (a TPROXY listener needs CAP_NET_ADMIN or CAP_NET_RAW)"
+			     : "");
 		return fd;
 	}
 	ss_udp_listener_t *l = &u->listeners[u->n_listeners];

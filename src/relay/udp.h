@@ -9,9 +9,10 @@
 #include "codec/codec.h"
 #include "config/config.h"
 #include "net/resolver.h"
+#include "relay/udp_from.h"
 #include "relay/udp_table.h"
 
-/* The UDP relay of one instance. Clients (ss-local, ss-tunnel) take the
+/* The UDP relay of one instance. Clients (ss-local, ss-tunnel, ss-redir) take the
  * datagrams on their listening socket and send each, sealed, to the server
  * from a socket of their own per client address; the server opens them and
  * sends the payload to its target from one socket per client association
@@ -91,6 +92,10 @@ typedef struct ss_udp_relay {
 	struct ev_loop *loop;
 	bool client; /* ss-local / ss-tunnel */
 	bool socks5; /* ss-local: SOCKS5 UDP headers on the inbound side */
+	/* ss-redir: each datagram goes where the TPROXY rule found it going,
+	 * and answers go back from there (from) */
+	bool redir;
+	ss_udp_from_t from;
 	ss_udp_table_t table;
 	ss_udp_listener_t listeners[SS_MAX_SERVERS];
 	size_t n_listeners;

@@ -186,3 +186,14 @@ ss_udp_entry_t *ss_udp_table_expired(ss_udp_table_t *t, double now, double timeo
 		return t->tail;
 	return NULL;
 }
+
+double ss_udp_table_idle_wait(ss_udp_table_t *t, double now, double timeout)
+{
+	ss_udp_entry_t *oldest = ss_udp_table_oldest(t);
+	double at;
+
+	if (!oldest)
+		return 0;
+	at = oldest->last_active + timeout - now;
+	return at > 0.01 ? at : 0.01;
+}

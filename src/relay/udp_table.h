@@ -61,6 +61,10 @@ void ss_udp_table_put(ss_udp_table_t *t, ss_udp_entry_t *e);
 /* The least recently used entry if it has been idle for timeout seconds at
  * now, else NULL. */
 ss_udp_entry_t *ss_udp_table_expired(ss_udp_table_t *t, double now, double timeout);
+/* Seconds from now until the least recently used entry will have been idle
+ * for timeout (at least 0.01), or 0 when the table is empty: when an
+ * expiry timer should next look. */
+double ss_udp_table_idle_wait(ss_udp_table_t *t, double now, double timeout);
 /* Same keys, including the port (IPv4-mapped IPv6 equals IPv4). */
 bool ss_udp_addr_equal(const struct sockaddr *a, const struct sockaddr *b);
 

@@ -37,22 +37,6 @@ UDP_TIMEOUT = 1  # seconds: associations of one round are gone before the next
 TCP_CONNS, DATAGRAMS = 200, 2000
 
 
-@pytest.fixture(scope="session")
-def shim():
-    path = os.environ.get("SS_ALLOC_SHIM", "")
-    if not os.path.exists(path):
-        pytest.fail("SS_ALLOC_SHIM does not name the built shim: %r" % path, pytrace=False)
-    return path
-
-
-@pytest.fixture(scope="session")
-def ssload():
-    path = os.path.join(os.environ.get("SS_BENCH_DIR", ""), "ssload")
-    if not os.access(path, os.X_OK):
-        pytest.fail("ssload is missing: %r" % path, pytrace=False)
-    return path
-
-
 class Counted:
     """A program's allocation count, read by signalling it."""
 

@@ -1,9 +1,9 @@
 /* libFuzzer target: the JSON configuration (ss_config_parse_json), raw.
- * The first byte picks the program (ss-local, ss-server, ss-tunnel, by its
- * value modulo 3); the rest is the file's text. Whatever it holds, the
+ * The first byte picks the program (ss-local, ss-server, ss-tunnel, ss-redir,
+ * by its value modulo 4); the rest is the file's text. Whatever it holds, the
  * parser returns 0 or -EINVAL with a one-line message, every server entry
- * it made has a host, its warnings are single lines, and the configuration is cleared without leaks or a
- * secret left behind (server entries and ss:// URLs included). */
+ * it made has a host, its warnings are single lines, and the configuration is cleared without leaks
+ * or a secret left behind (server entries and ss:// URLs included). */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text = malloc(size);
 	memcpy(text, data + 1, size - 1);
 	text[size - 1] = '\0';
-	ss_config_init(&cfg, (ss_prog_t)(data[0] % 3));
+	ss_config_init(&cfg, (ss_prog_t)(data[0] % 4));
 	rc = ss_config_parse_json(&cfg, text, err, sizeof(err));
 	FZ_CHECK(rc == 0 || rc == -EINVAL);
 	FZ_CHECK(memchr(err, '\0', sizeof(err)) != NULL && strchr(err, '\n') == NULL);

@@ -1,6 +1,6 @@
 /* libFuzzer target: the command line (ss_config_parse), raw, for each
  * program. Input: [program][arguments][\0\0][JSON]. The program is picked
- * by the first byte (modulo 3); the arguments are separated by single NUL
+ * by the first byte (modulo 4); the arguments are separated by single NUL
  * bytes and become argv[1..] (at most 64); whatever follows the first
  * double NUL is written, before the parse, to the two files the parse may
  * read: c.json in the working directory (for -c c.json) and the default
@@ -83,7 +83,7 @@ static void write_file(const char *path, const uint8_t *p, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const names[] = {"ss-local", "ss-server", "ss-tunnel"};
+	static const char *const names[] = {"ss-local", "ss-server", "ss-tunnel", "ss-redir"};
 	static ss_config_t cfg;
 	char *argv[MAX_ARGS + 2], *text, err[512] = "";
 	const uint8_t *json = NULL;
@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size == 0)
 		return 0;
-	prog = (ss_prog_t)(data[0] % 3);
+	prog = (ss_prog_t)(data[0] % 4);
 	data++;
 	size--;
 	for (size_t i = 0; i + 1 < size; i++)

@@ -205,6 +205,13 @@ static void config(void)
 	s = (seed_t){{2}, 1};
 	add(&s, tunnel, sizeof(tunnel) - 1);
 	put("fuzz_config", "tunnel", s.b, s.n);
+	static const char redir[] =
+	    "{\"server\": \"192.0.2.1\", \"server_port\": 8388, \"local_address\": \"::\",\n"
+	    " \"local_port\": 1080, \"password\": \"pw\", \"tcp_tproxy\": true, \"mode\": "
+	    "\"tcp_and_udp\"}\n";
+	s = (seed_t){{3}, 1};
+	add(&s, redir, sizeof(redir) - 1);
+	put("fuzz_config", "redir", s.b, s.n);
 
 	/* Arguments split by NUL; JSON after a double NUL. */
 	static const char cli_local[] =
@@ -224,6 +231,10 @@ static void config(void)
 	put("fuzz_config_cli", "tunnel", cli_tunnel, sizeof(cli_tunnel) - 1);
 	put("fuzz_config_cli", "default_file", cli_none, sizeof(cli_none) - 1);
 	put("fuzz_config_cli", "help", "\0-h", 3);
+	static const char cli_redir[] =
+	    "\3-s\0192.0.2.1\0-p\08388\0-b\0::\0-l\01080\0-k\0pw\0-T\0-u\0"
+	    "--udp-timeout\030";
+	put("fuzz_config_cli", "redir", cli_redir, sizeof(cli_redir) - 1);
 	static const char cli_urls[] =
 	    "\0--server-url\0ss://YWVzLTI1Ni1nY206cGFzcw@192.0.2.7:8388/#a\0--server-url\0"
 	    "ss://2022-blake3-aes-128-gcm:AAECAwQFBgcICQoLDA0ODw%3D%3D@[::1]:1\0-l\01080";

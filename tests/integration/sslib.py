@@ -27,7 +27,7 @@ import time
 # ---------------------------------------------------------------------------
 # Binaries and methods
 
-PROGRAMS = ("ss-local", "ss-server", "ss-tunnel")
+PROGRAMS = ("ss-local", "ss-server", "ss-tunnel", "ss-redir")
 LIBEV_BIN_DIR = "/usr/bin"  # shadowsocks-libev 3.3.5 (Debian package)
 LOOPBACK4 = "127.0.0.1"
 LOOPBACK6 = "::1"
@@ -90,12 +90,12 @@ def bin_dir():
     d = os.environ.get("SS_BIN_DIR")
     if not d:
         raise SetupError("SS_BIN_DIR is not set: it must name the directory holding "
-                         "ss-local, ss-server and ss-tunnel")
+                         "ss-local, ss-server, ss-tunnel and ss-redir")
     return d
 
 
 def check_binaries(directory):
-    """Raises SetupError unless directory holds the three executables."""
+    """Raises SetupError unless directory holds the four executables."""
     missing = []
     for p in PROGRAMS:
         path = os.path.join(directory, p)

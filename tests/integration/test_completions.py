@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-PROGS = ("ss-server", "ss-local", "ss-tunnel")
+PROGS = ("ss-server", "ss-local", "ss-tunnel", "ss-redir")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BASH = os.path.join(ROOT, "completions", "bash")
 ZSH = os.path.join(ROOT, "completions", "zsh")
@@ -89,7 +89,7 @@ def zsh_options(prog):
 @pytest.mark.parametrize("prog", PROGS)
 def test_help_man_page_and_completions_agree(ss, prog):
     """-h, the man page, bash, zsh and fish name exactly the same options
-    for prog; each program's own (-L, --server-url, --print-url) only where
+    for prog; each program's own (-L, -T, --server-url, --print-url) only where
     they belong."""
     opts = help_options(ss, prog)
     others = {
@@ -105,6 +105,7 @@ def test_help_man_page_and_completions_agree(ss, prog):
     assert ("--print-url" in opts) == (prog == "ss-server")
     assert ("--server-url" in opts) == (prog != "ss-server")
     assert ("-L" in opts) == (prog == "ss-tunnel")
+    assert ("-T" in opts) == ("--tcp-tproxy" in opts) == (prog == "ss-redir")
 
 
 def test_zsh_completion_parses():

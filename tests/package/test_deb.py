@@ -13,8 +13,9 @@ import pytest
 import sslib
 from conftest import PACKAGES, SOURCE, multiarch
 
-PROGRAMS = ("ss-local", "ss-server", "ss-tunnel")
-UNITS = ("ss-server.service", "ss-server@.service", "ss-local@.service", "ss-tunnel@.service")
+PROGRAMS = ("ss-local", "ss-server", "ss-tunnel", "ss-redir")
+UNITS = ("ss-server.service", "ss-server@.service", "ss-local@.service", "ss-tunnel@.service",
+         "ss-redir@.service")
 MAX_EXPOSURE = 2.0
 
 

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 import container  # noqa: E402
 
-PROGRAMS = ("ss-local", "ss-server", "ss-tunnel")
+PROGRAMS = ("ss-local", "ss-server", "ss-tunnel", "ss-redir")
 
 
 def unit_dir():
@@ -27,7 +27,7 @@ def bin_dir():
     d = os.environ.get("SS_SYSTEM_BIN_DIR") or os.environ.get("SS_BIN_DIR")
     if not d:
         pytest.fail("neither SS_SYSTEM_BIN_DIR nor SS_BIN_DIR names the directory "
-                    "holding ss-local, ss-server and ss-tunnel")
+                    "holding ss-local, ss-server, ss-tunnel and ss-redir")
     return d
 
 

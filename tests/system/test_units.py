@@ -14,6 +14,7 @@ import sslib
 
 METHOD = "aes-256-gcm"
 CAP_NET_BIND_SERVICE = 1 << 10
+CAP_NET_ADMIN = 1 << 12
 # systemd's range for DynamicUser= (systemd.exec(5), "DynamicUser=").
 DYNAMIC_UIDS = range(61184, 65519 + 1)
 MAX_EXPOSURE = 2.0
@@ -112,7 +113,9 @@ def unit_pids(box, unit):
     return {int(p): box.run(["cat", "/proc/%s/comm" % p]).stdout.strip() for p in pids}
 
 
-def check_confined(box, pid, what):
+def check_confined(box, pid, what, caps=CAP_NET_BIND_SERVICE):
+    """pid runs as a dynamic user, with the capabilities caps and no other,
+    without new privileges and under a system call filter."""
     st = proc_status(box, pid)
     uids = [int(u) for u in st["Uid"].split()]
     gids = [int(g) for g in st["Gid"].split()]
@@ -120,9 +123,9 @@ def check_confined(box, pid, what):
         "%s runs as uid %s, not as one dynamic user" % (what, st["Uid"])
     assert len(set(gids)) == 1 and gids[0] != 0, "%s runs as gid %s" % (what, st["Gid"])
     for key in ("CapEff", "CapPrm", "CapBnd"):
-        assert int(st[key], 16) == CAP_NET_BIND_SERVICE, \
-            "%s: %s is %s, not CAP_NET_BIND_SERVICE alone" % (what, key, st[key])
-    assert int(st["CapAmb"], 16) & ~CAP_NET_BIND_SERVICE == 0, \
+        assert int(st[key], 16) == caps, \
+            "%s: %s is %s, not %#x" % (what, key, st[key], caps)
+    assert int(st["CapAmb"], 16) & ~caps == 0, \
         "%s: ambient capabilities %s" % (what, st["CapAmb"])
     assert st["NoNewPrivs"].strip() == "1", "%s may gain privileges" % what
     assert st["Seccomp"].strip() == "2", "%s runs without a system call filter" % what
@@ -136,12 +139,12 @@ def exposure(box, unit):
     return float(m.group(1))
 
 
-def check_unit(box, unit):
+def check_unit(box, unit, caps=CAP_NET_BIND_SERVICE):
     """The running unit's main process is confined and systemd rates the
     unit's exposure low enough."""
     pid = int(show(box, unit, "MainPID"))
     assert pid > 0, unit + " has no main process"
-    check_confined(box, pid, unit)
+    check_confined(box, pid, unit, caps)
     level = exposure(box, unit)
     assert level <= MAX_EXPOSURE, "%s: exposure %.1f > %.1f" % (unit, level, MAX_EXPOSURE)
 
@@ -155,7 +158,8 @@ def program_errors(box, unit, program):
 
 def test_units_wait_for_readiness(box):
     """start must return only once the program listens: Type=notify."""
-    for unit in ("ss-server@x.service", "ss-local@x.service", "ss-tunnel@x.service"):
+    for unit in ("ss-server@x.service", "ss-local@x.service", "ss-tunnel@x.service",
+                 "ss-redir@x.service"):
         assert show(box, unit, "Type") == "notify", unit
 
 
@@ -187,6 +191,29 @@ def test_tunnel_forwards_right_after_start(box, units):
             with socket.create_connection(("127.0.0.1", 1082), timeout=5) as s:
                 sslib.echo_check(s, os.urandom(PAYLOAD))
     check_unit(box, "ss-tunnel@fwd-tunnel")
+
+
+def test_redir_takes_tproxy_in_its_sandbox(box, units):
+    """ss-redir@ with TPROXY for TCP and UDP: the transparent sockets need
+    CAP_NET_ADMIN, which the unit grants (and nothing more); a connection
+    that no rule sent is closed, with a line in the journal."""
+    server, redir = pair_configs(8392, 1083)
+    redir.update(local_address="::", tcp_tproxy=True, mode="tcp_and_udp")
+    write_config(box, "tp-redir", redir)
+    units("ss-redir@tp-redir")
+    with box.netns():
+        with socket.create_connection(("127.0.0.1", 1083), timeout=5) as s:
+            s.settimeout(5)
+            try:
+                assert s.recv(16) == b""
+            except ConnectionResetError:
+                pass
+    deadline = time.monotonic() + 5
+    while "not sent here by a TPROXY rule" not in unit_report(box, "ss-redir@tp-redir"):
+        assert time.monotonic() < deadline, unit_report(box, "ss-redir@tp-redir")
+        time.sleep(0.1)
+    assert "listening on UDP [::]:1083" in unit_report(box, "ss-redir@tp-redir")
+    check_unit(box, "ss-redir@tp-redir", caps=CAP_NET_BIND_SERVICE | CAP_NET_ADMIN)
 
 
 def test_pair_relays_through_simple_obfs(box, units):

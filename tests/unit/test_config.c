@@ -427,6 +427,32 @@ static void test_version(void **state)
 	assert_int_equal(run(SS_PROG_SERVER, "--version", NULL), SS_CONFIG_VERSION);
 }
 
+/* ss-redir: REDIRECT unless -T, --tcp-tproxy or "tcp_tproxy" says TPROXY. */
+static void test_redir(void **state)
+{
+	(void)state;
+
+	expect_run(SS_PROG_REDIR, "-s", "h", "-p", "1", "-l", "1080", "-k", "pw", NULL);
+	assert_false(cfg.tcp_tproxy);
+	assert_int_equal(cfg.mode, SS_MODE_TCP_ONLY);
+	expect_run(SS_PROG_REDIR, "-s", "h", "-p", "1", "-l", "1080", "-k", "pw", "-T", "-u", NULL);
+	assert_true(cfg.tcp_tproxy);
+	assert_int_equal(cfg.mode, SS_MODE_TCP_AND_UDP);
+	expect_run(SS_PROG_REDIR, "-s", "h", "-p", "1", "-l", "1080", "-k", "pw", "--tcp-tproxy",
+		   NULL);
+	assert_true(cfg.tcp_tproxy);
+	expect_error("missing local port", SS_PROG_REDIR, "-s", "h", "-p", "1", "-k", "pw", NULL);
+
+	ss_config_clear(&cfg);
+	ss_config_init(&cfg, SS_PROG_REDIR);
+	assert_int_equal(ss_config_parse_json(&cfg, "{\"tcp_tproxy\": true}", err, sizeof(err)), 0);
+	assert_true(cfg.tcp_tproxy);
+	assert_int_equal(ss_config_parse_json(&cfg, "{\"tcp_tproxy\": \"yes\"}", err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "tcp_tproxy"));
+	ss_config_clear(&cfg);
+}
+
 static void test_tunnel(void **state)
 {
 	(void)state;
@@ -567,7 +593,9 @@ static void test_cli_errors(void **state)
 	expect_error("unexpected argument 'a?b?'", SS_PROG_LOCAL, "-s", "h", "a\nb\r", NULL);
 	expect_error("invalid port '1?2' for -p", SS_PROG_LOCAL, "-p", "1\n2", NULL);
 	expect_error("one-time auth was removed", SS_PROG_LOCAL, "-A", NULL);
-	expect_error("-T (TPROXY) is an ss-redir flag", SS_PROG_LOCAL, "-T", NULL);
+	expect_error("-T/--tcp-tproxy is only for ss-redir", SS_PROG_LOCAL, "-T", NULL);
+	expect_error("-T/--tcp-tproxy is only for ss-redir", SS_PROG_TUNNEL, "--tcp-tproxy", NULL);
+	expect_error("-L is only for ss-tunnel", SS_PROG_REDIR, "-L", "1.2.3.4:5", NULL);
 	expect_error("--manager-address is an ss-manager flag", SS_PROG_SERVER, "--manager-address",
 		     "/tmp/m.sock", NULL);
 	expect_error("--executable is an ss-manager flag", SS_PROG_SERVER, "--executable", "x",
@@ -1337,9 +1365,9 @@ static void test_server_entry_errors(void **state)
 	assert_null(strstr(err, "SeCrEt"));
 
 	/* ss-server listens with one method. */
-	expect_error("--server-url is for ss-local and ss-tunnel", SS_PROG_SERVER, "--server-url",
-		     "ss://x", NULL);
-	expect_error("\"servers\" is for ss-local and ss-tunnel", SS_PROG_SERVER, "-c",
+	expect_error("--server-url is for ss-local, ss-tunnel and ss-redir", SS_PROG_SERVER,
+		     "--server-url", "ss://x", NULL);
+	expect_error("\"servers\" is for ss-local, ss-tunnel and ss-redir", SS_PROG_SERVER, "-c",
 		     write_file("bs.json", "{\"servers\": [], \"password\": \"p\"}"), NULL);
 	expect_error("-s/server: ss-server listens on addresses", SS_PROG_SERVER, "-s",
 		     "ss://YWVzLTI1Ni1nY206cA@h:1", "-k", "p", "-p", "1", NULL);
@@ -1394,6 +1422,7 @@ int main(void)
 	    cmocka_unit_test(test_help),
 	    cmocka_unit_test(test_version),
 	    cmocka_unit_test(test_tunnel),
+	    cmocka_unit_test(test_redir),
 	    cmocka_unit_test(test_server),
 	    cmocka_unit_test(test_local_defaults),
 	    cmocka_unit_test(test_cli_errors),

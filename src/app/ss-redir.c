@@ -1,0 +1,6 @@
+#include "shadowsocks.h"
+
+int main(int argc, char **argv)
+{
+	return ss_program_main(SS_PROG_REDIR, argc, argv);
+}
