@@ -60,12 +60,13 @@
  *
  * A decoder reads into the whole buffer and opens in place.
  *
- * ss-local reads the SOCKS5 handshake into the last SS_HS_LEN bytes, which
+ * ss-local reads the SOCKS or HTTP handshake into the last SS_HS_LEN bytes
+ * (an HTTP request head must fit), which
  * only the last slots overlap: its early payload is moved into slot 0 before
  * any slot is filled (ss_conn_client_stream), and slot 0 ends before the
  * handshake area for every codec (checked below). */
 
-#define SS_HS_LEN 2048
+#define SS_HS_LEN 8192
 #define SS_AEAD_FIRST (SS_MAX_SALT_LEN + SS_AEAD_CHUNK_HDR)
 #define SS_AEAD_SLOT SS_AEAD_FILL_PAYLOAD
 #define SS_AEAD_STRIDE (SS_AEAD_SLOT + SS_AEAD_CHUNK_OVERHEAD)

@@ -2,7 +2,9 @@
 their conftest.py files)."""
 
 import faulthandler
+import http.server
 import os
+import socket
 import sys
 import threading
 
@@ -11,7 +13,8 @@ import pytest
 import sslib
 
 __all__ = ["bin_dir", "libev_bin_dir", "pytest_report_header", "watchdog", "procs",
-           "pytest_runtest_makereport", "echo", "echo6", "SS", "ss", "blob"]
+           "pytest_runtest_makereport", "echo", "echo6", "SS", "ss", "blob", "web",
+           "named_server"]
 
 # Upper bound for one test, before the time factor; the watchdog then kills
 # the programs so the blocked test fails instead of hanging the suite.
@@ -171,3 +174,41 @@ def blob():
             _blobs[n] = os.urandom(n)
         return _blobs[n]
     return get
+
+
+class _BlobHandler(http.server.BaseHTTPRequestHandler):
+    """GET answers the server's blob, over HTTP/1.1 keep-alive."""
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        body = self.server.blob
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def web():
+    """A loopback HTTP server whose every GET answers web.blob (300 kB)."""
+    srv = http.server.ThreadingHTTPServer((sslib.LOOPBACK4, 0), _BlobHandler)
+    srv.daemon_threads = True
+    srv.blob = os.urandom(300000)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def named_server(ss, tmp_path, name):
+    """ss-server that answers name as 127.0.0.1 from a hosts file of the
+    test's own, and asks a resolver port where nobody answers about any
+    other name."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 %s\n" % name)
+    dead_dns = sslib.free_port(kind=socket.SOCK_DGRAM)
+    return ss.server(env={"SS_HOSTS_FILE": str(hosts)}, extra=["-d", "127.0.0.1:%d" % dead_dns])

@@ -1,0 +1,182 @@
+"""ss-local's port answers HTTP proxy requests too: CONNECT tunnels with
+real clients (curl -p) and raw sockets, Basic proxy logins against the
+SOCKS users, and the refusals: 400 for what does not parse, 431 for a head
+too long, 407 without a login."""
+
+import base64
+import os
+import socket
+import subprocess
+
+import pytest
+
+import sslib
+from ssfixtures import named_server
+from sslib import T, wait_for
+
+NAME = "web.http.test"
+USER, PASS = "alice", "s3cret:with-colon"
+
+
+@pytest.fixture
+def server(ss, tmp_path):
+    return named_server(ss, tmp_path, NAME)
+
+
+@pytest.fixture
+def local(ss, server):
+    return ss.local(server)
+
+
+@pytest.fixture
+def authed(ss, server):
+    return ss.local(server, extra=["--socks-user", USER, "--socks-pass", PASS])
+
+
+def run_curl(args, timeout=20):
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    return subprocess.run(["curl", "-q", "-sS", "--max-time", str(T(timeout))] + args,
+                          capture_output=True, env=env, timeout=T(timeout + 10))
+
+
+def proxy_url(local):
+    return "http://%s:%d" % local.addr
+
+
+def basic(user, password):
+    return b"Proxy-Authorization: Basic %s\r\n" % base64.b64encode(
+        ("%s:%s" % (user, password)).encode())
+
+
+def refused_with(s, status, what):
+    """A whole response with status and Connection: close, then the end."""
+    got, head = sslib.http_head(s)
+    assert got == status, "%s: %r" % (what, head)
+    assert b"\r\nConnection: close\r\n" in head and b"\r\nContent-Length: 0\r\n" in head, head
+    state, data = sslib.wait_closed(s, T(5))
+    assert data == b"" and state != "open", "after %d to %s: %s, %r" % (status, what, state, data)
+    return head
+
+
+def test_curl_connect_tunnel(local, web):
+    r = run_curl(["-p", "-x", proxy_url(local), "http://127.0.0.1:%d/" % web.server_port])
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == web.blob
+
+
+def test_curl_connect_name_resolved_by_server(local, web):
+    r = run_curl(["-p", "-x", proxy_url(local), "http://%s:%d/" % (NAME, web.server_port)])
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == web.blob
+
+
+def test_one_port_speaks_socks5_socks4a_and_http(local, web):
+    url = "http://%s:%d/" % (NAME, web.server_port)
+    hp = "%s:%d" % local.addr
+    for args in (["--socks5-hostname", hp], ["--socks4a", hp], ["-p", "-x", "http://" + hp]):
+        r = run_curl(args + [url])
+        assert r.returncode == 0, "%s: %s" % (args, r.stderr.decode())
+        assert r.stdout == web.blob, args
+
+
+def test_early_data_after_the_head(local, echo):
+    """Head and first payload in one write: the payload is relayed."""
+    with sslib.http_connect(local.addr, "127.0.0.1", echo.port, early=b"early data") as s:
+        assert sslib.recv_exact(s, 10) == b"early data"
+        sslib.small_exchange(s, 100000)
+
+
+def test_split_head_and_ipv6_literal_target(local, echo6):
+    """A head arriving one byte at a time, naming an IPv6 literal."""
+    with sslib.connect(*local.addr) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for b in b"CONNECT [::1]:%d HTTP/1.1\r\nHost: x\r\n\r\n" % echo6.port:
+            s.sendall(bytes([b]))
+        status, head = sslib.http_head(s)
+        assert status == 200 and head == b"HTTP/1.1 200 Connection established\r\n\r\n", head
+        sslib.small_exchange(s)
+
+
+@pytest.mark.parametrize("msg", [
+    b"CONNECT 127.0.0.1 HTTP/1.1\r\n\r\n",
+    b"CONNECT 127.0.0.1:99999 HTTP/1.1\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET https://x/ HTTP/1.1\r\n\r\n",
+    b"CONNECT x:1 HTTP/1.1\nHost: x\n\n",
+    b"CONNECT x:1 HTTP/1.1\r\n folded: no\r\n\r\n",
+    b"CONNECT x:1 HTTP/2.0\r\n\r\n",
+    b"hello there\r\n\r\n",
+    b"POST http://x/ HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+], ids=["no-port", "bad-port", "origin-form", "https-scheme", "bare-lf", "folding",
+        "http2", "garbage", "two-framings"])
+def test_malformed_request_gets_400(local, echo, msg):
+    with sslib.connect(*local.addr) as s:
+        s.sendall(msg)
+        refused_with(s, 400, msg)
+    # The port still serves.
+    with sslib.http_connect(local.addr, "127.0.0.1", echo.port) as s:
+        sslib.small_exchange(s)
+
+
+def test_head_too_long_gets_431(local, echo):
+    with sslib.connect(*local.addr) as s:
+        s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n" % echo.port)
+        try:
+            for _ in range(200):
+                s.sendall(b"X-Filler: " + b"y" * 100 + b"\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        refused_with(s, 431, "a long head")
+
+
+def test_login_required(authed, web):
+    url = "http://127.0.0.1:%d/" % web.server_port
+    r = run_curl(["-p", "-x", proxy_url(authed), url])
+    assert r.returncode != 0 and b"407" in r.stderr, (r.returncode, r.stderr)
+    r = run_curl(["-p", "-x", proxy_url(authed), "--proxy-user", "%s:%s" % (USER, PASS), url])
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == web.blob
+
+
+@pytest.mark.parametrize("cred", [
+    None,
+    basic(USER, "wrong"),
+    basic("bob", PASS),
+    b"Proxy-Authorization: Bearer abc\r\n",
+    b"Proxy-Authorization: Basic !!!\r\n",
+], ids=["none", "wrong-password", "wrong-name", "other-scheme", "bad-base64"])
+def test_407_with_challenge_and_refusal_log(authed, echo, cred):
+    with sslib.connect(*authed.addr) as s:
+        s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n%s\r\n" % (echo.port, cred or b""))
+        head = refused_with(s, 407, cred)
+        assert b'\r\nProxy-Authenticate: Basic realm="shadowsocks"\r\n' in head, head
+    want = "refused: HTTP client sent no proxy login" if cred is None \
+        else "refused: HTTP proxy login failed"
+    assert wait_for(lambda: want in authed.program.output(), T(5)), authed.program.output()
+    assert PASS not in authed.program.output() and "wrong" not in authed.program.output()
+
+
+def test_login_accepted_raw(authed, echo):
+    with sslib.http_connect(authed.addr, "127.0.0.1", echo.port,
+                            headers=basic(USER, PASS), early=b"x" * 5000) as s:
+        assert sslib.recv_exact(s, 5000) == b"x" * 5000
+        sslib.small_exchange(s)
+
+
+def test_udp_only_gets_403(ss, server, echo):
+    local = ss.local(server, extra=["-U"])
+    with sslib.connect(*local.addr) as s:
+        s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % echo.port)
+        refused_with(s, 403, "CONNECT under -U")
+
+
+def test_unreachable_bypassed_target_gets_502(ss, server, tmp_path):
+    """An ACL bypass connects straight to the target: a closed port there
+    is a 502."""
+    acl = tmp_path / "bypass.acl"
+    acl.write_text("[bypass_all]\n")
+    local = ss.local(server, extra=["--acl", str(acl)])
+    closed = sslib.free_port()
+    with sslib.connect(*local.addr) as s:
+        s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % closed)
+        refused_with(s, 502, "a closed port")
