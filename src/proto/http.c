@@ -315,7 +315,8 @@ static bool http_put(uint8_t *out, size_t cap, size_t *o, const void *p, size_t 
 	return true;
 }
 
-size_t ss_http_rewrite_head(const uint8_t *buf, const ss_http_req_t *req, uint8_t *out, size_t cap)
+size_t ss_http_rewrite_head(const uint8_t *buf, const ss_http_req_t *req, bool close, uint8_t *out,
+			    size_t cap)
 {
 	const uint8_t *path = buf + req->path.off;
 	const uint8_t *auth = buf + req->target.off + 7;
@@ -336,10 +337,13 @@ size_t ss_http_rewrite_head(const uint8_t *buf, const ss_http_req_t *req, uint8_
 	while (ok && pos + 2 < req->head_len) {
 		http_line(buf, req->head_len, pos, &n);
 		http_field(buf + pos, n, &nl, &vo, &vl);
-		if (!ss_http_field_is_proxy(buf + pos, nl) && !http_ieq(buf + pos, nl, "host"))
+		if (!ss_http_field_is_proxy(buf + pos, nl) && !http_ieq(buf + pos, nl, "host") &&
+		    !(close && http_ieq(buf + pos, nl, "connection")))
 			ok = http_put(out, cap, &o, buf + pos, n + 2);
 		pos += n + 2;
 	}
+	if (close)
+		ok = ok && http_put(out, cap, &o, "Connection: close\r\n", 19);
 	ok = ok && http_put(out, cap, &o, "\r\n", 2);
 	return ok ? o : 0;
 }
@@ -402,6 +406,120 @@ int ss_http_parse_trailer(const uint8_t *buf, size_t len, size_t *used)
 	}
 	*used = pos + 2;
 	return SS_OK;
+}
+
+enum {
+	BODY_DONE,
+	BODY_LENGTH,
+	BODY_SIZE,    /* hex digits */
+	BODY_SIZE_WS, /* whitespace after them */
+	BODY_EXT,     /* extensions, to the CR */
+	BODY_SIZE_LF, /* the size line's LF */
+	BODY_DATA,    /* chunk data */
+	BODY_DATA_CR, /* the CRLF after it */
+	BODY_DATA_LF,
+	BODY_TRAILER,  /* the start of a trailer line, or the final CR */
+	BODY_TR_NAME,  /* a field name */
+	BODY_TR_VALUE, /* to the CR */
+	BODY_TR_LF,    /* a field line's LF */
+	BODY_END_LF,   /* the final LF */
+};
+
+void ss_http_body_init(ss_http_body_t *b, const ss_http_req_t *req)
+{
+	memset(b, 0, sizeof(*b));
+	if (req->chunked)
+		b->state = BODY_SIZE;
+	else if (req->has_length && req->length > 0) {
+		b->state = BODY_LENGTH;
+		b->left = req->length;
+	} else
+		b->state = BODY_DONE;
+}
+
+/* One byte of the chunked framing: the next state, or -1. */
+static int body_step(ss_http_body_t *b, uint8_t c)
+{
+	switch (b->state) {
+	case BODY_SIZE:
+		if (http_hex(c) >= 0) {
+			if (b->digits == 15)
+				return -1;
+			b->left = b->left << 4 | (uint64_t)http_hex(c);
+			b->digits++;
+			return BODY_SIZE;
+		}
+		if (b->digits == 0)
+			return -1;
+		if (c == ' ' || c == '\t')
+			return BODY_SIZE_WS;
+		return c == ';' ? BODY_EXT : c == '\r' ? BODY_SIZE_LF : -1;
+	case BODY_SIZE_WS:
+		if (c == ' ' || c == '\t')
+			return BODY_SIZE_WS;
+		return c == ';' ? BODY_EXT : c == '\r' ? BODY_SIZE_LF : -1;
+	case BODY_EXT:
+		if (c == '\r')
+			return BODY_SIZE_LF;
+		return http_vchar(c) ? BODY_EXT : -1;
+	case BODY_SIZE_LF:
+		if (c != '\n')
+			return -1;
+		b->line = 0;
+		b->digits = 0;
+		return b->left ? BODY_DATA : BODY_TRAILER;
+	case BODY_DATA_CR:
+		return c == '\r' ? BODY_DATA_LF : -1;
+	case BODY_DATA_LF:
+		return c == '\n' ? BODY_SIZE : -1;
+	case BODY_TRAILER:
+		if (c == '\r')
+			return BODY_END_LF;
+		return http_tchar(c) ? BODY_TR_NAME : -1;
+	case BODY_TR_NAME:
+		if (c == ':')
+			return BODY_TR_VALUE;
+		return http_tchar(c) ? BODY_TR_NAME : -1;
+	case BODY_TR_VALUE:
+		if (c == '\r')
+			return BODY_TR_LF;
+		return http_vchar(c) ? BODY_TR_VALUE : -1;
+	case BODY_TR_LF:
+		return c == '\n' ? BODY_TRAILER : -1;
+	case BODY_END_LF:
+		return c == '\n' ? BODY_DONE : -1;
+	default:
+		return -1;
+	}
+}
+
+int ss_http_body_feed(ss_http_body_t *b, const uint8_t *p, size_t n, size_t *used)
+{
+	size_t i = 0;
+
+	while (i < n && b->state != BODY_DONE) {
+		if (b->state == BODY_LENGTH || b->state == BODY_DATA) {
+			size_t take = b->left < n - i ? (size_t)b->left : n - i;
+			b->left -= take;
+			i += take;
+			if (b->left == 0)
+				b->state = b->state == BODY_LENGTH ? BODY_DONE : BODY_DATA_CR;
+			continue;
+		}
+		/* A chunk-size line is bounded as ss_http_parse_chunk_size
+		 * bounds it: its CR within the first 1023 bytes. */
+		if (b->state == BODY_SIZE || b->state == BODY_SIZE_WS || b->state == BODY_EXT) {
+			if (++b->line > CHUNK_LINE_MAX - 1)
+				return SS_ERR;
+		}
+		int next = body_step(b, p[i]);
+		if (next < 0)
+			return SS_ERR;
+		b->state = (uint8_t)next;
+		i++;
+	}
+	*used = i;
+	return b->state == BODY_DONE ? SS_OK : SS_AGAIN;
 }
 
 int ss_http_basic_login(const uint8_t *value, size_t len,

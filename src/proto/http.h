@@ -62,10 +62,15 @@ int ss_http_parse_request(const uint8_t *buf, size_t len, ss_http_req_t *req);
  * case-insensitive. */
 bool ss_http_field_is_proxy(const uint8_t *name, size_t n);
 
-/* Writes the head req parsed from buf toward the origin: the request line
- * in origin form, every field but the proxy's own, and a Host field when
- * the request had none. Returns its length, or 0 when cap is too small. */
-size_t ss_http_rewrite_head(const uint8_t *buf, const ss_http_req_t *req, uint8_t *out, size_t cap);
+/* Writes the head req (ABSOLUTE form) parsed from buf toward the origin:
+ * the request line in origin form, a Host field naming the URI's authority
+ * (the client's Host field goes), every other field but the proxy's own
+ * (ss_http_field_is_proxy) and, with close, the client's Connection fields
+ * replaced by "Connection: close". Returns its length (at most
+ * req->head_len + SS_HTTP_REWRITE_GROWTH), or 0 when cap is too small. */
+#define SS_HTTP_REWRITE_GROWTH 21
+size_t ss_http_rewrite_head(const uint8_t *buf, const ss_http_req_t *req, bool close, uint8_t *out,
+			    size_t cap);
 
 /* A chunk-size line (hex size, optional extensions, CRLF) at buf[0..len).
  * SS_OK with *used and *size; SS_AGAIN; SS_ERR when it is not hex, too
@@ -75,6 +80,27 @@ int ss_http_parse_chunk_size(const uint8_t *buf, size_t len, size_t *used, uint6
 /* The trailer section after the last chunk: fields then an empty line.
  * SS_OK with *used through the empty line; SS_AGAIN; SS_ERR. */
 int ss_http_parse_trailer(const uint8_t *buf, size_t len, size_t *used);
+
+/* A request body's framing, followed as its bytes stream past in pieces of
+ * any size (nothing is kept): Content-Length counts down; chunked walks
+ * the chunk-size lines, data, last chunk and trailer byte by byte, with
+ * the same rules as ss_http_parse_chunk_size and ss_http_parse_trailer. */
+typedef struct ss_http_body {
+	uint64_t left;  /* bytes left in the body (LENGTH) or the chunk's data */
+	uint16_t line;  /* bytes of the chunk-size line so far */
+	uint8_t state;  /* internal */
+	uint8_t digits; /* hex digits of the chunk size so far */
+} ss_http_body_t;
+
+/* The framing req declares; a request with neither Content-Length nor
+ * chunked has no body. */
+void ss_http_body_init(ss_http_body_t *b, const ss_http_req_t *req);
+
+/* n more bytes of the stream at p: SS_AGAIN when all of them belong to the
+ * body and more is to come; SS_OK when the body ended, after *used of
+ * them (0 when it had already ended); SS_ERR when the chunked framing is
+ * malformed. */
+int ss_http_body_feed(ss_http_body_t *b, const uint8_t *p, size_t n, size_t *used);
 
 /* "Basic base64(name:password)" (the scheme case-insensitive) into *login,
  * whose pointers then point into scratch. SS_OK, or SS_ERR for another

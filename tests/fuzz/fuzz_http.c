@@ -3,7 +3,8 @@
  * see their input grow: a prefix that completes completes as the whole
  * does, and a refusal stays a refusal. A request that parses is rewritten
  * to origin form, which must hold no proxy field and parse back to the
- * same fields. */
+ * same fields. A chunked body streamed in pieces ends where the
+ * contiguous parsers say it does. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -23,17 +24,17 @@ static bool same_prefix_rule(int full, size_t full_used, int part, size_t part_u
 }
 
 /* The rewritten head: "METHOD /... HTTP/1.x", Host first, no proxy field. */
-static void check_rewrite(const uint8_t *buf, const ss_http_req_t *req)
+static void check_rewrite(const uint8_t *buf, const ss_http_req_t *req, bool close)
 {
 	static uint8_t out[HEAD_MAX + 600];
-	size_t n = ss_http_rewrite_head(buf, req, out, sizeof(out));
+	size_t n = ss_http_rewrite_head(buf, req, close, out, sizeof(out));
 
-	FZ_CHECK(n > 0 && n <= req->head_len + 2);
+	FZ_CHECK(n > 0 && n <= req->head_len + (close ? SS_HTTP_REWRITE_GROWTH : 2));
 	FZ_CHECK(memcmp(out, buf, req->method.len) == 0 && out[req->method.len] == ' ' &&
 		 out[req->method.len + 1] == '/');
 	FZ_CHECK(memcmp(out + n - 4, "\r\n\r\n", 4) == 0);
-	FZ_CHECK(ss_http_rewrite_head(buf, req, out, n - 1) == 0);
-	n = ss_http_rewrite_head(buf, req, out, n);
+	FZ_CHECK(ss_http_rewrite_head(buf, req, close, out, n - 1) == 0);
+	n = ss_http_rewrite_head(buf, req, close, out, n);
 
 	/* Back to absolute form, it must parse to the same request. */
 	static uint8_t again[HEAD_MAX + 1200];
@@ -53,6 +54,8 @@ static void check_rewrite(const uint8_t *buf, const ss_http_req_t *req)
 	FZ_CHECK(r2.chunked == req->chunked && r2.has_length == req->has_length &&
 		 r2.length == req->length && r2.expect_continue == req->expect_continue &&
 		 r2.minor == req->minor && r2.head == req->head);
+	if (close)
+		FZ_CHECK(r2.close);
 	FZ_CHECK(r2.dst.atyp == req->dst.atyp && r2.dst.port == req->dst.port);
 }
 
@@ -72,8 +75,10 @@ static void fuzz_request(const uint8_t *buf, size_t len)
 		if (full.dst.atyp == SS_ATYP_DOMAIN)
 			FZ_CHECK(full.dst.domain_len > 0 &&
 				 strlen(full.dst.domain) == full.dst.domain_len);
-		if (!full.connect && full.head_len <= HEAD_MAX)
-			check_rewrite(buf, &full);
+		if (!full.connect && full.head_len <= HEAD_MAX) {
+			check_rewrite(buf, &full, false);
+			check_rewrite(buf, &full, true);
+		}
 	}
 	for (size_t k = 0; k < len && k <= HEAD_MAX; k++) {
 		int r = ss_http_parse_request(buf, k, &part);
@@ -90,8 +95,8 @@ static void fuzz_chunk(const uint8_t *buf, size_t len)
 	if (rc == SS_OK)
 		FZ_CHECK(used >= 3 && used <= len && buf[used - 1] == '\n' && size < (1ull << 60));
 	for (size_t k = 0; k < len && k <= 1100; k++)
-		FZ_CHECK(same_prefix_rule(rc, used, ss_http_parse_chunk_size(buf, k, &u2, &s2), u2,
-					  k));
+		FZ_CHECK(
+		    same_prefix_rule(rc, used, ss_http_parse_chunk_size(buf, k, &u2, &s2), u2, k));
 }
 
 static void fuzz_trailer(const uint8_t *buf, size_t len)
@@ -103,6 +108,70 @@ static void fuzz_trailer(const uint8_t *buf, size_t len)
 		FZ_CHECK(used >= 2 && used <= len && buf[used - 1] == '\n');
 	for (size_t k = 0; k < len && k <= 2000; k++)
 		FZ_CHECK(same_prefix_rule(rc, used, ss_http_parse_trailer(buf, k, &u2), u2, k));
+}
+
+/* The chunked body after a head, walked with the contiguous parsers and
+ * streamed through ss_http_body_feed in pieces whose sizes the input's
+ * first byte picks: both must agree on where it ends, or that it is bad. */
+static void fuzz_body(const uint8_t *data, size_t size)
+{
+	static const uint8_t head[] =
+	    "POST http://h/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+	ss_http_req_t req;
+	ss_http_body_t b;
+	size_t pos = 0, used = 0, end = 0;
+	uint64_t chunk;
+	int want = SS_AGAIN, r = SS_AGAIN;
+
+	if (size < 1)
+		return;
+	size_t step = (size_t)(data[0] % 17) + 1;
+	const uint8_t *buf = data + 1;
+	size_t len = size - 1;
+
+	/* Contiguous. */
+	for (;;) {
+		int c = ss_http_parse_chunk_size(buf + pos, len - pos, &used, &chunk);
+		if (c != SS_OK) {
+			want = c;
+			break;
+		}
+		pos += used;
+		if (chunk == 0) {
+			c = ss_http_parse_trailer(buf + pos, len - pos, &used);
+			want = c;
+			end = pos + used;
+			break;
+		}
+		if (len - pos < chunk + 2) {
+			want = SS_AGAIN;
+			break;
+		}
+		pos += chunk;
+		if (buf[pos] != '\r' || buf[pos + 1] != '\n') {
+			want = SS_ERR;
+			break;
+		}
+		pos += 2;
+	}
+	/* Streamed. */
+	FZ_CHECK(ss_http_parse_request(head, sizeof(head) - 1, &req) == SS_OK);
+	ss_http_body_init(&b, &req);
+	size_t off = 0, got = 0;
+	while (off < len) {
+		size_t n = len - off < step ? len - off : step;
+		r = ss_http_body_feed(&b, buf + off, n, &used);
+		if (r != SS_AGAIN) {
+			got = off + used;
+			break;
+		}
+		FZ_CHECK(used == n);
+		off += n;
+	}
+	if (want == SS_OK)
+		FZ_CHECK(r == SS_OK && got == end);
+	else
+		FZ_CHECK(r == want);
 }
 
 static void fuzz_login(const uint8_t *buf, size_t len)
@@ -122,7 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	switch (data[0] & 3) {
+	switch (data[0] & 7) {
 	case 0:
 		fuzz_request(data + 1, size - 1);
 		break;
@@ -131,6 +200,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 2:
 		fuzz_trailer(data + 1, size - 1);
+		break;
+	case 4:
+		fuzz_body(data + 1, size - 1);
 		break;
 	default:
 		fuzz_login(data + 1, size - 1);

@@ -423,7 +423,8 @@ static void choices(const char *target, unsigned n_sel, unsigned stride)
 }
 
 /* fuzz_http: a selector byte (0 head, 1 chunk size, 2 trailer, 3 Basic
- * login), then the text. */
+ * login, 4 a chunked body whose next byte picks the read size), then the
+ * text. */
 static void http_seed(const char *name, uint8_t sel, const char *text)
 {
 	seed_t s = {0};
@@ -452,6 +453,9 @@ static void http(void)
 	http_seed("chunk_last", 1, "0\r\n\r\n");
 	http_seed("trailer", 2, "Expires: never\r\nX-Sum: 1\r\n\r\n");
 	http_seed("trailer_empty", 2, "\r\n");
+	http_seed("body", 4, "\x03" "5;a=b\r\nhello\r\n1A \r\n0123456789abcdef0123456789\r\n"
+			     "0\r\nX-T: 1\r\n\r\nGET next");
+	http_seed("body_cut", 4, "\x01" "5\r\nhel");
 	http_seed("login", 3, "Basic YWxpY2U6czM6Y3JldA==");
 	http_seed("login_bad", 3, "Basic YWxpY2U=");
 }

@@ -200,17 +200,91 @@ static void test_rewrite(void **state)
 	    "GET /p?q HTTP/1.1\r\nHost: h.test:81\r\nAccept: */*\r\nX-A:  b \r\n\r\n";
 
 	check_ok(msg, sizeof(msg) - 1, &req);
-	size_t n = ss_http_rewrite_head(msg, &req, out, sizeof(out));
+	size_t n = ss_http_rewrite_head(msg, &req, false, out, sizeof(out));
 	assert_int_equal(n, sizeof(want) - 1);
 	assert_memory_equal(out, want, n);
-	assert_int_equal(ss_http_rewrite_head(msg, &req, out, n - 1), 0);
+	assert_int_equal(ss_http_rewrite_head(msg, &req, false, out, n - 1), 0);
 
 	const uint8_t bare[] = "OPTIONS http://h?x HTTP/1.0\r\n\r\n";
 	const char want_bare[] = "OPTIONS /?x HTTP/1.0\r\nHost: h\r\n\r\n";
 	check_ok(bare, sizeof(bare) - 1, &req);
-	n = ss_http_rewrite_head(bare, &req, out, sizeof(out));
+	n = ss_http_rewrite_head(bare, &req, false, out, sizeof(out));
 	assert_int_equal(n, sizeof(want_bare) - 1);
 	assert_memory_equal(out, want_bare, n);
+}
+
+static void test_rewrite_close(void **state)
+{
+	(void)state;
+	ss_http_req_t req;
+	uint8_t out[512];
+	const uint8_t msg[] = "POST http://h/x HTTP/1.1\r\nConnection: keep-alive\r\nHost: h\r\n"
+			      "Content-Length: 3\r\n\r\n";
+	const char want[] = "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n"
+			    "Connection: close\r\n\r\n";
+
+	check_ok(msg, sizeof(msg) - 1, &req);
+	size_t n = ss_http_rewrite_head(msg, &req, true, out, sizeof(out));
+	assert_int_equal(n, sizeof(want) - 1);
+	assert_memory_equal(out, want, n);
+
+	/* The most it grows: no Host, a path of "?", close added. */
+	const uint8_t grow[] = "GET http://h?x HTTP/1.1\r\n\r\n";
+	check_ok(grow, sizeof(grow) - 1, &req);
+	n = ss_http_rewrite_head(grow, &req, true, out, sizeof(out));
+	assert_int_equal(n, sizeof(grow) - 1 + SS_HTTP_REWRITE_GROWTH);
+}
+
+/* Feeds msg to a fresh tracker for req in pieces of step bytes; returns
+ * the bytes it took, or -1 for SS_ERR, -2 when it wants more. */
+static long body_run(const char *head, const char *msg, size_t len, size_t step)
+{
+	ss_http_req_t req;
+	ss_http_body_t b;
+	size_t off = 0, used;
+
+	assert_int_equal(ss_http_parse_request((const uint8_t *)head, strlen(head), &req), SS_OK);
+	ss_http_body_init(&b, &req);
+	while (off < len) {
+		size_t n = len - off < step ? len - off : step;
+		int r = ss_http_body_feed(&b, (const uint8_t *)msg + off, n, &used);
+		if (r == SS_ERR)
+			return -1;
+		if (r == SS_OK)
+			return (long)(off + used);
+		assert_int_equal(used, n);
+		off += n;
+	}
+	return len == 0 && ss_http_body_feed(&b, NULL, 0, &used) == SS_OK ? 0 : -2;
+}
+
+#define CHUNKED "POST http://h/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+#define LENGTH5 "POST http://h/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n"
+#define NOBODY "GET http://h/ HTTP/1.1\r\n\r\n"
+
+static void test_body(void **state)
+{
+	(void)state;
+	const char chunked[] = "5;a=b\r\nhello\r\n1A \r\n0123456789abcdef0123456789\r\n"
+			       "0\r\nX-T: 1\r\n\r\nGET next";
+	size_t body_len = sizeof(chunked) - 1 - strlen("GET next");
+
+	for (size_t step = 1; step <= sizeof(chunked); step++) {
+		assert_int_equal(body_run(CHUNKED, chunked, sizeof(chunked) - 1, step),
+				 (long)body_len);
+		assert_int_equal(body_run(LENGTH5, "helloGET", 8, step), 5);
+		assert_int_equal(body_run(CHUNKED, chunked, body_len - 1, step), -2);
+	}
+	assert_int_equal(body_run(NOBODY, "GET", 3, 3), 0);
+	assert_int_equal(body_run(NOBODY, "", 0, 1), 0);
+	assert_int_equal(body_run(LENGTH5, "hell", 4, 1), -2);
+	assert_int_equal(body_run(CHUNKED, "0\r\n\r\n", 5, 1), 5);
+	assert_int_equal(body_run(CHUNKED, "x\r\n", 3, 1), -1);
+	assert_int_equal(body_run(CHUNKED, "1\r\nab\r\n", 7, 1), -1);
+	assert_int_equal(body_run(CHUNKED, "1\nab", 5, 1), -1);
+	assert_int_equal(body_run(CHUNKED, "1 x\r\n", 5, 1), -1);
+	assert_int_equal(body_run(CHUNKED, "0\r\nbad field\r\n\r\n", 18, 2), -1);
+	assert_int_equal(body_run(CHUNKED, "1000000000000000\r\n", 18, 4), -1);
 }
 
 static void test_chunk_size(void **state)
@@ -338,6 +412,8 @@ int main(void)
 	    cmocka_unit_test(test_malformed_lines),
 	    cmocka_unit_test(test_framing_conflicts),
 	    cmocka_unit_test(test_rewrite),
+	    cmocka_unit_test(test_rewrite_close),
+	    cmocka_unit_test(test_body),
 	    cmocka_unit_test(test_chunk_size),
 	    cmocka_unit_test(test_trailer),
 	    cmocka_unit_test(test_basic_login),
