@@ -14,7 +14,15 @@
 /* ss-local's port as an HTTP proxy: CONNECT host:port opens a tunnel
  * through the same connect as SOCKS (ACL, servers, early data). The head
  * is parsed in the handshake area; a refusal is a whole response with
- * Connection: close, and the connection ends after it. */
+ * Connection: close, and the connection ends after it.
+ *
+ * Any other method with an absolute http URI is forwarded to its origin:
+ * the head rewritten to origin form with "Connection: close", then its
+ * body as its framing says (ss_http_body_t, fed every inbound byte by the
+ * pump); the origin's answer comes back as it is, and its close ends the
+ * connection. One request per connection: what a client pipelines after
+ * it is read and dropped, as the origin's close tells the client to send
+ * it again. */
 
 static const char http_established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
@@ -48,6 +56,45 @@ static bool http_authorized(const ss_conn_t *c, const uint8_t *hs, const ss_http
 	return ok;
 }
 
+/* The request head rewritten in place, with the body bytes that came with
+ * it after it (and none of what follows the body), then the connect. */
+static void http_plain(ss_conn_t *c, uint8_t *hs, const ss_http_req_t *req)
+{
+	uint8_t head[SS_HS_LEN + SS_HTTP_REWRITE_GROWTH];
+	size_t n = ss_http_rewrite_head(hs, req, true, head, sizeof(head));
+	size_t body = c->hs.fill - req->head_len, used;
+
+	ss_http_body_init(&c->hs.body, req);
+	int r = ss_http_body_feed(&c->hs.body, hs + req->head_len, body, &used);
+	if (r == SS_ERR) {
+		ss_hs_http_fail(c, 400, "malformed chunked HTTP request body");
+		return;
+	}
+	if (r == SS_OK) {
+		body = used;
+		c->in_over = true;
+	}
+	if (n == 0 || n + body > SS_HS_CAP) {
+		ss_hs_http_fail(c, 431, "HTTP request head too long once rewritten");
+		return;
+	}
+	memmove(hs + n, hs + req->head_len, body);
+	memcpy(hs, head, n);
+	/* What is left of the client's head held its credentials. */
+	if (c->hs.fill > n + body)
+		ss_wipe(hs + n + body, c->hs.fill - n - body);
+	c->hs.fill = (uint16_t)(n + body);
+	c->hs.stage = SS_STAGE_HTTP_PLAIN;
+	c->in_framed = true;
+	c->target = req->dst;
+	ss_hs_local_connect(c, SS_SOCKS5_CMD_CONNECT, 0);
+}
+
+int ss_hs_http_stream(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep)
+{
+	return ss_http_body_feed(&c->hs.body, p, n, keep);
+}
+
 void ss_hs_http_inbound(ss_conn_t *c, uint8_t *hs)
 {
 	ss_http_req_t req;
@@ -75,7 +122,7 @@ void ss_hs_http_inbound(ss_conn_t *c, uint8_t *hs)
 		return;
 	}
 	if (!req.connect) {
-		ss_hs_http_fail(c, 501, "HTTP request other than CONNECT");
+		http_plain(c, hs, &req);
 		return;
 	}
 	c->target = req.dst;
@@ -88,6 +135,8 @@ void ss_hs_http_connected(ss_conn_t *c)
 {
 	uint8_t *hs = c->dir[SS_IN].buf + SS_HS_OFF;
 
-	ss_hs_local_send(c, (const uint8_t *)http_established, sizeof(http_established) - 1);
+	if (c->hs.stage == SS_STAGE_HTTP)
+		ss_hs_local_send(c, (const uint8_t *)http_established,
+				 sizeof(http_established) - 1);
 	ss_conn_client_stream(c, hs + c->hs.early, c->hs.fill - c->hs.early);
 }

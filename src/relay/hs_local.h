@@ -16,7 +16,14 @@
 
 /* Sub-states (c->hs.stage). STAGE_LOGIN only when users are configured
  * (RFC 1929); a request is read only after a successful login then. */
-enum { SS_STAGE_GREETING, SS_STAGE_LOGIN, SS_STAGE_REQUEST, SS_STAGE_SOCKS4, SS_STAGE_HTTP };
+enum {
+	SS_STAGE_GREETING,
+	SS_STAGE_LOGIN,
+	SS_STAGE_REQUEST,
+	SS_STAGE_SOCKS4,
+	SS_STAGE_HTTP,       /* an HTTP request head, then CONNECT's tunnel */
+	SS_STAGE_HTTP_PLAIN, /* a request forwarded to its origin */
+};
 
 /* A few bytes toward the client on a fresh socket. */
 void ss_hs_local_send(ss_conn_t *c, const uint8_t *p, size_t n);
@@ -35,5 +42,7 @@ void ss_hs_http_inbound(ss_conn_t *c, uint8_t *hs);
 void ss_hs_http_fail(ss_conn_t *c, int status, const char *why);
 /* HTTP: the outbound side is connected; the stream starts. */
 void ss_hs_http_connected(ss_conn_t *c);
+/* HTTP, a forwarded request (ops->inbound_stream): where its body ends. */
+int ss_hs_http_stream(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep);
 
 #endif

@@ -58,7 +58,7 @@ static void socks5_fail(ss_conn_t *c, ss_socks5_rep_t rep, const char *why)
 {
 	uint8_t out[32];
 
-	if (c->hs.stage == SS_STAGE_HTTP) {
+	if (c->hs.stage == SS_STAGE_HTTP || c->hs.stage == SS_STAGE_HTTP_PLAIN) {
 		ss_hs_http_fail(c, socks5_http_status(rep), why);
 		return;
 	}
@@ -308,7 +308,7 @@ static void socks5_connected(ss_conn_t *c, int err)
 		socks5_fail(c, socks5_rep_for(err), why);
 		return;
 	}
-	if (c->hs.stage == SS_STAGE_HTTP) {
+	if (c->hs.stage == SS_STAGE_HTTP || c->hs.stage == SS_STAGE_HTTP_PLAIN) {
 		ss_hs_http_connected(c);
 		return;
 	}
@@ -327,4 +327,5 @@ const ss_handshake_ops_t ss_hs_socks5 = {
     .accepted = socks5_accepted,
     .inbound = socks5_inbound,
     .connected = socks5_connected,
+    .inbound_stream = ss_hs_http_stream,
 };

@@ -16,6 +16,7 @@
 
 #define PUMP_ROUNDS 8     /* reads per wake-up, so one busy connection cannot starve the rest */
 #define PUMP_BADDATA (-2) /* the stream failed to decode */
+#define PUMP_FRAMING (-3) /* the handshake refused the inbound stream's framing */
 
 uint8_t *ss_pump_lead_area(ss_conn_t *c, int d)
 {
@@ -166,6 +167,48 @@ static int pump_after_flush(ss_conn_t *c, int d)
 	return SS_AGAIN;
 }
 
+/* A framed inbound stream (in_framed): hands the n bytes just read, in
+ * the pieces the read put them (the codec's slots, or one run), to the
+ * handshake, and returns how many go on; in_over once the stream ended.
+ * -1 when the handshake refuses them. */
+static ssize_t pump_framed(ss_conn_t *c, uint8_t *buf, size_t n)
+{
+	ss_dir_t *dir = &c->dir[SS_IN];
+	size_t kept = 0, keep = 0;
+
+	if (c->in_over)
+		return 0;
+	while (kept < n) {
+		uint8_t *p = buf + dir->lead;
+		size_t room = n - kept;
+		if (dir->xf == SS_XF_ENCODE) {
+			const ss_codec_layout_t *l = &c->k->layout;
+			size_t slot0 =
+			    c->k->ops->slot0(c->k, dir->codec, pump_req_target(c, dir)) - dir->lead;
+			if (kept < slot0) {
+				p = buf + l->first + dir->lead + kept;
+				room = slot0 - kept < room ? slot0 - kept : room;
+			} else {
+				size_t i = (kept - slot0) / l->payload + 1,
+				       at = (kept - slot0) % l->payload;
+				p = buf + l->first + i * l->stride + at;
+				room = l->payload - at < room ? l->payload - at : room;
+			}
+		} else {
+			p += kept;
+		}
+		int r = c->inst->ops->inbound_stream(c, p, room, &keep);
+		if (r == SS_ERR)
+			return -1;
+		if (r == SS_OK) {
+			c->in_over = true;
+			return (ssize_t)(kept + keep);
+		}
+		kept += room;
+	}
+	return (ssize_t)kept;
+}
+
 /* Reads once from the source and transforms. SS_OK: output may be pending
  * (or EOF was seen); SS_AGAIN: nothing to read now; SS_ERR: socket error. */
 static int pump_fill(ss_conn_t *c, int d)
@@ -244,6 +287,17 @@ static int pump_fill(ss_conn_t *c, int d)
 		ss_servers_answered(&c->inst->servers, c);
 	}
 	if (dir->xf != SS_XF_DECODE) {
+		if (d == SS_IN && c->in_framed) {
+			bool over = c->in_over;
+			n = pump_framed(c, buf, (size_t)n);
+			if (n < 0)
+				return PUMP_FRAMING;
+			/* Nothing more goes on: read what is left away. */
+			if (over && !dir->lead) {
+				ss_conn_buf_release(c, d);
+				return SS_OK;
+			}
+		}
 		dir->bytes += n;
 		return pump_emit(c, d, n);
 	}
@@ -419,6 +473,10 @@ void ss_pump(ss_conn_t *c, int d)
 		}
 		if (r == PUMP_BADDATA) {
 			pump_fail(c, d);
+			return;
+		}
+		if (r == PUMP_FRAMING) {
+			ss_conn_close(c, "the inbound stream's framing is malformed");
 			return;
 		}
 		if (r == SS_ERR) {

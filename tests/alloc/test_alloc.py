@@ -8,7 +8,8 @@ back and come out again), then the count is taken, 200 TCP connections and
 2,000 datagrams go through, and the count is taken again: it must not move.
 
 Traffic per round: TCP through ss-tunnel (ssload rr) and through ss-local to
-the name "target.test" (over SOCKS5, SOCKS4a and HTTP CONNECT in turn), which ss-server
+the name "target.test" (over SOCKS5, SOCKS4a and HTTP CONNECT in turn, and
+forwarded HTTP requests), which ss-server
 resolves itself with c-ares from a DNS responder on loopback (every lookup
 goes through c-ares); UDP through ss-tunnel (ssload udp-send) and through
 ss-local's SOCKS5 UDP ASSOCIATE. One
@@ -91,6 +92,18 @@ def run_ssload(ssload, args):
     assert res.returncode == 0, "ssload %s failed: %s" % (args[0], res.stderr.decode()[-500:])
 
 
+def http_forward(local, host, port):
+    """A request forwarded by ss-local's HTTP proxy to an echo server: what
+    comes back is the head as the origin saw it, and the body."""
+    body = os.urandom(300)
+    with sslib.connect(*local.addr, timeout=T(5)) as s:
+        s.sendall(b"POST http://%s:%d/p HTTP/1.1\r\nProxy-Connection: keep-alive\r\n"
+                  b"Content-Length: 300\r\n\r\n%s" % (host.encode(), port, body))
+        want = (b"POST /p HTTP/1.1\r\nHost: %s:%d\r\nContent-Length: 300\r\n"
+                b"Connection: close\r\n\r\n%s" % (host.encode(), port, body))
+        assert sslib.recv_exact(s, len(want)) == want
+
+
 def traffic(ssload, tunnel, local, sink_port, uecho, conns, datagrams, parallel):
     """One round: conns TCP connections and datagrams datagrams, half via
     ss-tunnel (parallel connections at a time), half via ss-local."""
@@ -103,6 +116,7 @@ def traffic(ssload, tunnel, local, sink_port, uecho, conns, datagrams, parallel)
         for s in socks:
             sslib.small_exchange(s, 300)
             s.close()
+        http_forward(local, "target.test", sink_port)
     run_ssload(ssload, ["udp-send", "--connect", "%s:%d" % tunnel.addr, "--count",
                         str(datagrams // 2), "--size", "1000", "--window", "4", "--clients", "4",
                         "--timeout", "30"])

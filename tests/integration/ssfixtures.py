@@ -2,7 +2,9 @@
 their conftest.py files)."""
 
 import faulthandler
+import hashlib
 import http.server
+import json
 import os
 import socket
 import sys
@@ -177,15 +179,47 @@ def blob():
 
 
 class _BlobHandler(http.server.BaseHTTPRequestHandler):
-    """GET answers the server's blob, over HTTP/1.1 keep-alive."""
+    """Over HTTP/1.1 keep-alive: GET answers the server's blob, or for
+    /headers... the request line and fields as JSON; HEAD the blob's
+    fields; POST and PUT the length and SHA-256 of the body they got
+    (Content-Length or chunked)."""
     protocol_version = "HTTP/1.1"
 
-    def do_GET(self):
-        body = self.server.blob
+    def _answer(self, body, head_only=False):
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if not head_only:
+            self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path.startswith("/headers"):
+            self._answer(json.dumps({"line": self.requestline,
+                                     "fields": list(self.headers.items())}).encode())
+        else:
+            self._answer(self.server.blob)
+
+    def do_HEAD(self):
+        self._answer(self.server.blob, head_only=True)
+
+    def _body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = bytearray()
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b""):
+                        pass
+                    return bytes(data)
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+
+    def do_POST(self):
+        body = self._body()
+        self._answer(b"%d %s" % (len(body), hashlib.sha256(body).hexdigest().encode()))
+
+    do_PUT = do_POST
 
     def log_message(self, *args):
         pass

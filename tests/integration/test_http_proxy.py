@@ -1,9 +1,13 @@
-"""ss-local's port answers HTTP proxy requests too: CONNECT tunnels with
-real clients (curl -p) and raw sockets, Basic proxy logins against the
-SOCKS users, and the refusals: 400 for what does not parse, 431 for a head
-too long, 407 without a login."""
+"""ss-local's port answers HTTP proxy requests too: CONNECT tunnels and
+forwarded requests (GET, HEAD, POST with Content-Length, chunked and
+Expect: 100-continue bodies) with real clients (curl, wget, urllib) and raw
+sockets, Basic proxy logins against the SOCKS users, and the refusals: 400
+for what does not parse, 431 for a head too long, 407 without a login."""
 
 import base64
+import hashlib
+import json
+import urllib.request
 import os
 import socket
 import subprocess
@@ -180,3 +184,159 @@ def test_unreachable_bypassed_target_gets_502(ss, server, tmp_path):
     with sslib.connect(*local.addr) as s:
         s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % closed)
         refused_with(s, 502, "a closed port")
+
+
+# Forwarded requests: one per connection, the origin's close ends it.
+
+def post_answer(body):
+    return b"%d %s" % (len(body), hashlib.sha256(body).hexdigest().encode())
+
+
+def http_response(s):
+    """A response with Content-Length: (status, head, body)."""
+    status, head = sslib.http_head(s)
+    n = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            n = int(line.split(b":")[1])
+    return status, head, sslib.recv_exact(s, n)
+
+
+def test_curl_get_and_head(local, web):
+    url = "http://%s:%d/" % (NAME, web.server_port)
+    r = run_curl(["-x", proxy_url(local), url])
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == web.blob
+    r = run_curl(["-I", "-x", proxy_url(local), url])
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"Content-Length: %d" % len(web.blob) in r.stdout, r.stdout
+
+
+def test_request_reaches_origin_in_origin_form(authed, web):
+    """The request line in origin form, Host from the URI, no proxy fields
+    (the login included), Connection: close."""
+    url = "http://%s:%d/headers?x=1" % (NAME, web.server_port)
+    r = run_curl(["-x", proxy_url(authed), "--proxy-user", "%s:%s" % (USER, PASS),
+                  "-H", "Host: elsewhere", "-H", "X-Kept: yes", url])
+    assert r.returncode == 0, r.stderr.decode()
+    got = json.loads(r.stdout)
+    assert got["line"] == "GET /headers?x=1 HTTP/1.1", got
+    fields = {k.lower(): v for k, v in got["fields"]}
+    assert fields["host"] == "%s:%d" % (NAME, web.server_port), fields
+    assert fields["x-kept"] == "yes" and fields["connection"] == "close", fields
+    assert not [k for k in fields if k.startswith("proxy-")], fields
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["length", "chunked"])
+def test_curl_post(local, web, tmp_path, chunked):
+    body = os.urandom(200000)
+    f = tmp_path / "body"
+    f.write_bytes(body)
+    extra = ["-H", "Transfer-Encoding: chunked"] if chunked else []
+    r = run_curl(["-x", proxy_url(local), "--data-binary", "@%s" % f] + extra
+                 + ["http://127.0.0.1:%d/up" % web.server_port])
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == post_answer(body)
+
+
+def test_expect_100_continue(local, web):
+    """The head goes first; the origin's 100 comes back; then the body."""
+    body = os.urandom(5000)
+    with sslib.connect(*local.addr) as s:
+        s.sendall(b"PUT http://127.0.0.1:%d/up HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                  b"Expect: 100-continue\r\n\r\n" % (web.server_port, len(body)))
+        status, head = sslib.http_head(s)
+        assert status == 100, head
+        s.sendall(body)
+        status, head, got = http_response(s)
+        assert status == 200 and got == post_answer(body), (head, got)
+
+
+def test_chunked_body_split_with_trailer(local, web):
+    """A chunked body sent in small pieces, extensions and a trailer."""
+    chunks = [os.urandom(n) for n in (1, 300, 4096, 17)]
+    wire = b"".join(b"%x;e=1\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\nX-T: 1\r\n\r\n"
+    with sslib.connect(*local.addr) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.sendall(b"POST http://127.0.0.1:%d/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  % web.server_port)
+        for i in range(0, len(wire), 97):
+            s.sendall(wire[i:i + 97])
+        status, head, got = http_response(s)
+        assert status == 200 and got == post_answer(b"".join(chunks)), (head, got)
+
+
+def test_pipelined_requests_end_after_the_first(local, web):
+    """Two requests in one write, to two hosts: the first is answered, then
+    the origin's close ends the connection; the second never reaches the
+    first's origin (a client sends it again elsewhere)."""
+    with sslib.connect(*local.addr) as s:
+        s.sendall(b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\n\r\n"
+                  b"GET http://%s:%d/ HTTP/1.1\r\n\r\n" % (web.server_port, NAME.encode(),
+                                                          web.server_port))
+        status, head, got = http_response(s)
+        assert status == 200 and json.loads(got)["line"] == "GET /headers HTTP/1.1"
+        state, rest = sslib.wait_closed(s, T(5))
+        assert state == "eof" and rest == b"", (state, rest[:200])
+
+
+def test_head_that_grows_when_rewritten(local, web):
+    """No Host and an empty path: the head toward the origin is longer than
+    the client's."""
+    with sslib.connect(*local.addr) as s:
+        s.sendall(b"GET http://127.0.0.1:%d?q HTTP/1.1\r\n\r\n" % web.server_port)
+        status, head, got = http_response(s)
+        assert status == 200 and got == web.blob, head
+        assert sslib.wait_closed(s, T(5)) == ("eof", b"")
+
+
+def test_keep_alive_client_retries_on_a_new_connection(local, web):
+    """curl fetching twice through the proxy in one run: each request gets
+    its own connection's answer, both bodies whole."""
+    url = "http://127.0.0.1:%d/" % web.server_port
+    r = run_curl(["-x", proxy_url(local), url, url])
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == web.blob + web.blob
+
+
+def test_urllib_proxy_handler(local, web):
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler(
+        {"http": proxy_url(local)}))
+    with opener.open("http://%s:%d/" % (NAME, web.server_port), timeout=T(10)) as r:
+        assert r.status == 200 and r.read() == web.blob
+
+
+def test_wget_http_proxy_env(local, web, tmp_path):
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env["http_proxy"] = proxy_url(local)
+    out = tmp_path / "got"
+    r = subprocess.run(["wget", "-q", "-O", str(out), "--tries=1", "--timeout=%d" % T(10),
+                        "http://%s:%d/" % (NAME, web.server_port)],
+                       capture_output=True, env=env, timeout=T(30))
+    assert r.returncode == 0, r.stderr.decode()
+    assert out.read_bytes() == web.blob
+
+
+def test_plain_request_needs_login(authed, web):
+    url = "http://127.0.0.1:%d/" % web.server_port
+    r = run_curl(["-x", proxy_url(authed), "-o", "/dev/null", "-w", "%{http_code}", url])
+    assert r.stdout == b"407", r.stdout
+    r = run_curl(["-x", proxy_url(authed), "--proxy-user", "%s:%s" % (USER, PASS), url])
+    assert r.returncode == 0 and r.stdout == web.blob, r.stderr.decode()
+
+
+@pytest.mark.parametrize("body", [
+    b"zz\r\n",
+    b"5\r\nhelloXX",
+    b"5\nhello\r\n",
+], ids=["not-hex", "no-crlf-after-data", "bare-lf"])
+def test_malformed_chunked_body_closes(local, web, echo, body):
+    with sslib.connect(*local.addr) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.sendall(b"POST http://127.0.0.1:%d/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  % web.server_port)
+        s.sendall(body)
+        state, data = sslib.wait_closed(s, T(5))
+        assert state != "open" and not data.startswith(b"HTTP/1.1 200"), (state, data)
+    with sslib.http_connect(local.addr, "127.0.0.1", echo.port) as s:
+        sslib.small_exchange(s)
