@@ -112,7 +112,8 @@ static void fuzz_trailer(const uint8_t *buf, size_t len)
 
 /* The chunked body after a head, walked with the contiguous parsers and
  * streamed through ss_http_body_feed in pieces whose sizes the input's
- * first byte picks: both must agree on where it ends, or that it is bad. */
+ * first byte picks: both must agree on where it ends, and on what is bad
+ * (the stream may see it a few bytes sooner). */
 static void fuzz_body(const uint8_t *data, size_t size)
 {
 	static const uint8_t head[] =
@@ -143,13 +144,18 @@ static void fuzz_body(const uint8_t *data, size_t size)
 			end = pos + used;
 			break;
 		}
-		if (len - pos < chunk + 2) {
+		/* The CRLF after the data is judged byte by byte as it comes. */
+		if (len - pos <= chunk) {
 			want = SS_AGAIN;
 			break;
 		}
 		pos += chunk;
-		if (buf[pos] != '\r' || buf[pos + 1] != '\n') {
+		if (buf[pos] != '\r' || (len - pos > 1 && buf[pos + 1] != '\n')) {
 			want = SS_ERR;
+			break;
+		}
+		if (len - pos == 1) {
+			want = SS_AGAIN;
 			break;
 		}
 		pos += 2;
@@ -168,10 +174,14 @@ static void fuzz_body(const uint8_t *data, size_t size)
 		FZ_CHECK(used == n);
 		off += n;
 	}
+	/* The contiguous parsers judge a line once it is whole; the stream
+	 * judges each byte as it comes, so it may refuse sooner. */
 	if (want == SS_OK)
 		FZ_CHECK(r == SS_OK && got == end);
+	else if (want == SS_ERR)
+		FZ_CHECK(r == SS_ERR);
 	else
-		FZ_CHECK(r == want);
+		FZ_CHECK(r != SS_OK);
 }
 
 static void fuzz_login(const uint8_t *buf, size_t len)
