@@ -4,11 +4,13 @@
     client (this script) <--> ss-local <--> ss-server <--> ssload sink --echo
 
 Each connection does the proxy handshake, sends --size bytes, reads them
-back and closes, --conns at a time. The figure is the CPU time (utime +
-stime from /proc/PID/stat) of ss-local and ss-server over the connections,
-per connection: the client's own cost is left out, so Python's speed does
-not enter it. The two protocols alternate, fresh processes each run; the
-medians and their ratio are printed.
+back and closes, --conns at a time. The figure is the CPU time of ss-local
+and ss-server over the connections (the scheduler's nanosecond count,
+/proc/PID/task/*/schedstat, user and system time together), per
+connection: the client's own cost is left out, so Python's speed does not
+enter it. The two protocols alternate, fresh processes each run; the
+medians are printed, and the median of the runs' pairwise ratios, which a
+machine whose load drifts between pairs disturbs less.
 
     /usr/bin/python3 tests/bench/proxy_rr.py --ours build --count 5000 --repeat 5
 """
@@ -25,13 +27,12 @@ import sys
 import time
 
 LOOPBACK = "127.0.0.1"
-TICK = os.sysconf("SC_CLK_TCK")
-
-
 def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    total = 0
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/schedstat" % (pid, task)) as f:
+            total += int(f.read().split()[0])
+    return total / 1e9
 
 
 def free_port():
@@ -144,13 +145,16 @@ def main():
             print("%s run %d: %.1f µs/conn" % (proto, i + 1, results[proto][-1]),
                   file=sys.stderr)
     med = {p: statistics.median(v) for p, v in results.items()}
+    pairs = [h / s for h, s in zip(results["http"], results["socks5"])]
     print("| front end | ss-local + ss-server CPU, µs/conn (median of %d) | runs |"
           % args.repeat)
     print("| --- | --- | --- |")
     for p in ("socks5", "http"):
         print("| %s | %.1f | %s |" % ("SOCKS5" if p == "socks5" else "HTTP CONNECT", med[p],
                                      ", ".join("%.1f" % v for v in results[p])))
-    print("\nHTTP CONNECT / SOCKS5: %.3f" % (med["http"] / med["socks5"]))
+    print("\nHTTP CONNECT / SOCKS5: %.3f of the medians, %.3f the median of %d paired runs "
+          "(%s)" % (med["http"] / med["socks5"], statistics.median(pairs), len(pairs),
+                    ", ".join("%.2f" % r for r in pairs)))
 
 
 if __name__ == "__main__":
