@@ -98,6 +98,8 @@ static void http_tokens(const uint8_t *v, size_t n, ss_http_req_t *req, bool *ke
 			req->close = true;
 		else if (http_ieq(v + s, i - s, "keep-alive"))
 			*keep = true;
+		else if (http_ieq(v + s, i - s, "upgrade"))
+			req->upgrade = true;
 	}
 }
 
@@ -423,12 +425,15 @@ enum {
 	BODY_TR_VALUE, /* to the CR */
 	BODY_TR_LF,    /* a field line's LF */
 	BODY_END_LF,   /* the final LF */
+	BODY_ALL,      /* after an upgrade: everything */
 };
 
 void ss_http_body_init(ss_http_body_t *b, const ss_http_req_t *req)
 {
 	memset(b, 0, sizeof(*b));
-	if (req->chunked)
+	if (req->upgrade)
+		b->state = BODY_ALL;
+	else if (req->chunked)
 		b->state = BODY_SIZE;
 	else if (req->has_length && req->length > 0) {
 		b->state = BODY_LENGTH;
@@ -497,6 +502,10 @@ int ss_http_body_feed(ss_http_body_t *b, const uint8_t *p, size_t n, size_t *use
 {
 	size_t i = 0;
 
+	if (b->state == BODY_ALL) {
+		*used = n;
+		return SS_AGAIN;
+	}
 	while (i < n && b->state != BODY_DONE) {
 		if (b->state == BODY_LENGTH || b->state == BODY_DATA) {
 			size_t take = b->left < n - i ? (size_t)b->left : n - i;

@@ -46,6 +46,7 @@ typedef struct ss_http_req {
 	bool chunked;         /* Transfer-Encoding: chunked */
 	bool has_length;      /* Content-Length was sent */
 	bool close;           /* Connection: close, or HTTP/1.0 without keep-alive */
+	bool upgrade;         /* Connection: upgrade (the origin may switch protocols) */
 	bool expect_continue; /* Expect: 100-continue */
 	uint64_t length;      /* Content-Length */
 } ss_http_req_t;
@@ -93,7 +94,8 @@ typedef struct ss_http_body {
 } ss_http_body_t;
 
 /* The framing req declares; a request with neither Content-Length nor
- * chunked has no body. */
+ * chunked has no body. After one that asks to upgrade, nothing on the
+ * connection is HTTP for sure: every byte after it belongs to it. */
 void ss_http_body_init(ss_http_body_t *b, const ss_http_req_t *req);
 
 /* n more bytes of the stream at p: SS_AGAIN when all of them belong to the

@@ -276,6 +276,11 @@ static void test_body(void **state)
 		assert_int_equal(body_run(CHUNKED, chunked, body_len - 1, step), -2);
 	}
 	assert_int_equal(body_run(NOBODY, "GET", 3, 3), 0);
+	/* After an upgrade, everything belongs to the request. */
+	assert_int_equal(body_run("GET http://h/ HTTP/1.1\r\nConnection: Upgrade\r\n"
+				  "Upgrade: websocket\r\n\r\n",
+				  "\x81\x05hello GET", 12, 5),
+			 -2);
 	assert_int_equal(body_run(NOBODY, "", 0, 1), 0);
 	assert_int_equal(body_run(LENGTH5, "hell", 4, 1), -2);
 	assert_int_equal(body_run(CHUNKED, "0\r\n\r\n", 5, 1), 5);
