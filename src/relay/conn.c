@@ -333,7 +333,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	c->lookup_busy = false;
 	c->lead_wait = false;
 	c->bypass = false;
-	c->in_framed = c->in_over = false;
+	c->in_framed = c->in_next = c->in_over = false;
 	c->k = NULL;
 	c->srv = -1;
 	c->srv_wait = c->connected = c->answered = false;

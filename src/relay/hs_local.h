@@ -44,5 +44,8 @@ void ss_hs_http_fail(ss_conn_t *c, int status, const char *why);
 void ss_hs_http_connected(ss_conn_t *c);
 /* HTTP, a forwarded request (ops->inbound_stream): where its body ends. */
 int ss_hs_http_stream(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep);
+/* HTTP, kept alive (ops->inbound_next): the next request, for the same
+ * origin, or the end of the stream. */
+int ss_hs_http_next(ss_conn_t *c);
 
 #endif

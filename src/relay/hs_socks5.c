@@ -328,4 +328,5 @@ const ss_handshake_ops_t ss_hs_socks5 = {
     .inbound = socks5_inbound,
     .connected = socks5_connected,
     .inbound_stream = ss_hs_http_stream,
+    .inbound_next = ss_hs_http_next,
 };

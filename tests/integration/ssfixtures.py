@@ -180,7 +180,7 @@ def blob():
 
 class _BlobHandler(http.server.BaseHTTPRequestHandler):
     """Over HTTP/1.1 keep-alive: GET answers the server's blob, or for
-    /headers... the request line and fields as JSON; HEAD the blob's
+    /headers... the request line, fields and peer port as JSON; HEAD the blob's
     fields; POST and PUT the length and SHA-256 of the body they got
     (Content-Length or chunked)."""
     protocol_version = "HTTP/1.1"
@@ -194,7 +194,7 @@ class _BlobHandler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         if self.path.startswith("/headers"):
-            self._answer(json.dumps({"line": self.requestline,
+            self._answer(json.dumps({"line": self.requestline, "peer": self.client_address[1],
                                      "fields": list(self.headers.items())}).encode())
         else:
             self._answer(self.server.blob)

@@ -186,7 +186,8 @@ def test_unreachable_bypassed_target_gets_502(ss, server, tmp_path):
         refused_with(s, 502, "a closed port")
 
 
-# Forwarded requests: one per connection, the origin's close ends it.
+# Forwarded requests: kept alive to the same origin; another origin ends
+# the connection once the origin has answered what it has.
 
 def post_answer(body):
     return b"%d %s" % (len(body), hashlib.sha256(body).hexdigest().encode())
@@ -214,7 +215,7 @@ def test_curl_get_and_head(local, web):
 
 def test_request_reaches_origin_in_origin_form(authed, web):
     """The request line in origin form, Host from the URI, no proxy fields
-    (the login included), Connection: close."""
+    (the login included)."""
     url = "http://%s:%d/headers?x=1" % (NAME, web.server_port)
     r = run_curl(["-x", proxy_url(authed), "--proxy-user", "%s:%s" % (USER, PASS),
                   "-H", "Host: elsewhere", "-H", "X-Kept: yes", url])
@@ -223,7 +224,7 @@ def test_request_reaches_origin_in_origin_form(authed, web):
     assert got["line"] == "GET /headers?x=1 HTTP/1.1", got
     fields = {k.lower(): v for k, v in got["fields"]}
     assert fields["host"] == "%s:%d" % (NAME, web.server_port), fields
-    assert fields["x-kept"] == "yes" and fields["connection"] == "close", fields
+    assert fields["x-kept"] == "yes" and "connection" not in fields, fields
     assert not [k for k in fields if k.startswith("proxy-")], fields
 
 
@@ -266,10 +267,10 @@ def test_chunked_body_split_with_trailer(local, web):
         assert status == 200 and got == post_answer(b"".join(chunks)), (head, got)
 
 
-def test_pipelined_requests_end_after_the_first(local, web):
-    """Two requests in one write, to two hosts: the first is answered, then
-    the origin's close ends the connection; the second never reaches the
-    first's origin (a client sends it again elsewhere)."""
+def test_another_origin_ends_the_connection(local, web):
+    """Two requests in one write, to two origins: the first is answered,
+    then the origin's close ends the connection; the second never reaches
+    the first's origin (a client sends it again on a new connection)."""
     with sslib.connect(*local.addr) as s:
         s.sendall(b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\n\r\n"
                   b"GET http://%s:%d/ HTTP/1.1\r\n\r\n" % (web.server_port, NAME.encode(),
@@ -287,12 +288,53 @@ def test_head_that_grows_when_rewritten(local, web):
         s.sendall(b"GET http://127.0.0.1:%d?q HTTP/1.1\r\n\r\n" % web.server_port)
         status, head, got = http_response(s)
         assert status == 200 and got == web.blob, head
+        assert get_headers(s, web.server_port)["line"] == "GET /headers HTTP/1.1"
+
+
+def get_headers(s, port, extra=b""):
+    s.sendall(b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\n%s\r\n" % (port, extra))
+    status, head, got = http_response(s)
+    assert status == 200, head
+    return json.loads(got)
+
+
+def test_keep_alive_reuses_the_outbound_connection(local, web):
+    """Three requests one after the other on one client connection: the
+    origin sees them on one connection; Connection: close from the client
+    reaches the origin and ends it after the answer."""
+    with sslib.connect(*local.addr) as s:
+        a = get_headers(s, web.server_port)
+        b = get_headers(s, web.server_port, b"X-N: 2\r\n")
+        c = get_headers(s, web.server_port, b"Connection: close\r\n")
+        assert a["peer"] == b["peer"] == c["peer"], (a, b, c)
+        assert ["X-N", "2"] in b["fields"] and ["Connection", "close"] in c["fields"], (b, c)
         assert sslib.wait_closed(s, T(5)) == ("eof", b"")
 
 
-def test_keep_alive_client_retries_on_a_new_connection(local, web):
-    """curl fetching twice through the proxy in one run: each request gets
-    its own connection's answer, both bodies whole."""
+def test_pipelined_requests_to_one_origin(local, web):
+    """A POST with a body and two GETs in one write: three answers, in
+    order, from one origin connection."""
+    body = os.urandom(3000)
+    with sslib.connect(*local.addr) as s:
+        s.sendall(b"POST http://127.0.0.1:%d/up HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s"
+                  b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\n\r\n"
+                  b"GET http://127.0.0.1:%d/ HTTP/1.1\r\n\r\n"
+                  % (web.server_port, len(body), body, web.server_port, web.server_port))
+        assert http_response(s)[2] == post_answer(body)
+        assert json.loads(http_response(s)[2])["line"] == "GET /headers HTTP/1.1"
+        assert http_response(s)[2] == web.blob
+
+
+def test_keep_alive_after_a_chunked_body(local, web):
+    with sslib.connect(*local.addr) as s:
+        s.sendall(b"POST http://127.0.0.1:%d/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"3\r\nabc\r\n0\r\n\r\n" % web.server_port)
+        assert http_response(s)[2] == post_answer(b"abc")
+        assert get_headers(s, web.server_port)["line"] == "GET /headers HTTP/1.1"
+
+
+def test_curl_two_urls_one_connection(local, web):
+    """curl fetching twice through the proxy in one run, both bodies whole."""
     url = "http://127.0.0.1:%d/" % web.server_port
     r = run_curl(["-x", proxy_url(local), url, url])
     assert r.returncode == 0, r.stderr.decode()
@@ -340,3 +382,45 @@ def test_malformed_chunked_body_closes(local, web, echo, body):
         assert state != "open" and not data.startswith(b"HTTP/1.1 200"), (state, data)
     with sslib.http_connect(local.addr, "127.0.0.1", echo.port) as s:
         sslib.small_exchange(s)
+
+
+def test_keep_alive_with_login_each_time(authed, web):
+    """Each request carries the login; one without it ends the connection
+    unanswered."""
+    cred = basic(USER, PASS)
+    with sslib.connect(*authed.addr) as s:
+        a = get_headers(s, web.server_port, cred)
+        b = get_headers(s, web.server_port, cred)
+        assert a["peer"] == b["peer"]
+        s.sendall(b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\n\r\n" % web.server_port)
+        assert sslib.wait_closed(s, T(5)) == ("eof", b"")
+
+
+def test_keep_alive_bypassed(ss, server, web, tmp_path):
+    """Bypassed by the ACL (copied, never spliced, while framed): kept alive
+    the same way."""
+    acl = tmp_path / "bypass.acl"
+    acl.write_text("[bypass_all]\n")
+    local = ss.local(server, extra=["--acl", str(acl)])
+    body = os.urandom(100000)
+    with sslib.connect(*local.addr) as s:
+        a = get_headers(s, web.server_port)
+        s.sendall(b"PUT http://127.0.0.1:%d/up HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s"
+                  % (web.server_port, len(body), body))
+        assert http_response(s)[2] == post_answer(body)
+        b = get_headers(s, web.server_port)
+        assert a["peer"] == b["peer"]
+
+
+def test_upgrade_passes_everything_after(local, echo):
+    """After a request that asks to upgrade, the bytes that follow are not
+    HTTP requests: they all go on (here to an echo server)."""
+    with sslib.connect(*local.addr) as s:
+        s.sendall(b"GET http://127.0.0.1:%d/ws HTTP/1.1\r\nConnection: Upgrade\r\n"
+                  b"Upgrade: websocket\r\n\r\n" % echo.port)
+        want = (b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: Upgrade\r\n"
+                b"Upgrade: websocket\r\n\r\n" % echo.port)
+        assert sslib.recv_exact(s, len(want)) == want
+        frames = b"\x81\x05hello GET http://elsewhere/ HTTP/1.1\r\n\r\n" + os.urandom(20000)
+        s.sendall(frames)
+        assert sslib.recv_exact(s, len(frames)) == frames
