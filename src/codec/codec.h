@@ -60,14 +60,15 @@
  *
  * A decoder reads into the whole buffer and opens in place.
  *
- * ss-local reads the SOCKS5 handshake into the last SS_HS_LEN bytes. For the
- * chunked codecs only the last slots overlap it: slot 0 ends before the
- * handshake area (checked below). For none, slot 0 is the whole buffer and
- * so covers the handshake area too. Both are safe for one reason: the early
- * payload is moved (memmove, overlap allowed) to the front of slot 0 before
- * anything else is read into the buffer (ss_conn_client_stream). */
+ * ss-local reads the SOCKS or HTTP handshake into the last SS_HS_LEN bytes
+ * (an HTTP request head must fit). For the chunked codecs only the last slots
+ * overlap it: slot 0 ends before the handshake area (checked below). For
+ * none, slot 0 is the whole buffer and so covers the handshake area too. Both
+ * are safe for one reason: the early payload is moved (memmove, overlap
+ * allowed) to the front of slot 0 before anything else is read into the
+ * buffer (ss_conn_client_stream). */
 
-#define SS_HS_LEN 2048
+#define SS_HS_LEN 8192
 #define SS_AEAD_FIRST (SS_MAX_SALT_LEN + SS_AEAD_CHUNK_HDR)
 #define SS_AEAD_SLOT SS_AEAD_FILL_PAYLOAD
 #define SS_AEAD_STRIDE (SS_AEAD_SLOT + SS_AEAD_CHUNK_OVERHEAD)

@@ -333,6 +333,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	c->lookup_busy = false;
 	c->lead_wait = false;
 	c->bypass = false;
+	c->in_framed = c->in_next = c->in_over = false;
 	c->k = NULL;
 	c->srv = -1;
 	c->srv_wait = c->connected = c->answered = false;
@@ -709,7 +710,8 @@ void ss_conn_stream(ss_conn_t *c)
 	 * kernel: an identity codec's after the header, and bypassed
 	 * connections. */
 	for (int d = 0; d < 2; d++) {
-		c->dir[d].splice = c->dir[d].xf == SS_XF_COPY && c->inst->splice_ok;
+		c->dir[d].splice = c->dir[d].xf == SS_XF_COPY && c->inst->splice_ok &&
+				   !(d == SS_IN && c->in_framed);
 		if (c->dir[d].splice)
 			ss_splice_use_pool(&c->dir[d].sp, &c->inst->pipes);
 	}

@@ -11,6 +11,7 @@
 #include "net/splice.h"
 #include "net/resolver.h"
 #include "proto/addr.h"
+#include "proto/http.h"
 
 /* One relayed TCP connection: two sides (inbound = the accepted socket,
  * outbound = the one we connect), two pump directions, one state. */
@@ -81,12 +82,23 @@ typedef struct ss_conn {
 	struct ss_instance *inst;
 	ss_conn_state_t state;
 	/* The handshake's own state, used only in HANDSHAKE (and, for the
-	 * early bytes, until ss_conn_client_stream takes them). */
+	 * early bytes, until ss_conn_client_stream takes them; body, in
+	 * STREAM while in_framed). */
 	struct {
-		uint8_t stage;  /* the handshake's own sub-state */
-		uint16_t fill;  /* ss-local: handshake bytes read, at SS_HS_OFF */
-		uint16_t early; /* ss-local: where the payload after the request starts */
+		uint8_t stage;       /* the handshake's own sub-state */
+		uint16_t fill;       /* ss-local: handshake bytes read, at SS_HS_OFF */
+		uint16_t early;      /* ss-local: where the payload after the request starts */
+		ss_http_body_t body; /* ss-local's HTTP proxy: the request body's framing */
+		bool req_close;      /* ... and whether the request asked to close after it */
 	} hs;
+	/* STREAM: the inbound stream is framed by the handshake
+	 * (ops->inbound_stream sees every byte, nothing is spliced); in_next:
+	 * a request ended and the next one's head collects in the handshake
+	 * area (ops->inbound_next); in_over: the stream has ended, and what
+	 * the inbound side still sends is dropped. */
+	bool in_framed;
+	bool in_next;
+	bool in_over;
 	bool lookup_busy; /* a resolver callback is still owed */
 	bool lead_wait;   /* waiting briefly for a first payload to ride with the header */
 	bool bypass;      /* client: the ACL sends it straight to its target */
@@ -139,6 +151,21 @@ typedef struct ss_handshake_ops {
 	void (*inbound)(ss_conn_t *c);
 	/* The outbound connect finished: err 0 or an errno value. */
 	void (*connected)(ss_conn_t *c, int err);
+	/* STREAM, for a connection with in_framed set: n plaintext bytes just
+	 * read from the inbound side (a read in framed mode is at most
+	 * SS_HS_LEN bytes). SS_AGAIN: all of them go on; SS_OK: only the first
+	 * *keep do, and the request ends there; the handshake then sets
+	 * in_next (the rest is copied to the handshake area, hs.fill bytes)
+	 * or in_over (the rest, and whatever the inbound side sends after, is
+	 * read and dropped until it closes; the outbound side is not shut);
+	 * SS_ERR: the connection closes. */
+	int (*inbound_stream)(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep);
+	/* STREAM, in_next, with nothing waiting to go out: reads and parses
+	 * the next request from the handshake area, and puts what goes on in
+	 * the lead area (dir[SS_IN].lead). SS_OK: done (or it set in_over, or
+	 * the inbound side's eof); SS_AGAIN: wait for the inbound side;
+	 * SS_ERR: the connection closes. */
+	int (*inbound_next)(ss_conn_t *c);
 } ss_handshake_ops_t;
 
 extern const ss_handshake_ops_t ss_hs_socks5; /* ss-local */

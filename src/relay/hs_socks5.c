@@ -9,24 +9,19 @@
 #include "proto/socks5.h"
 #include "proto/socks5_auth.h"
 #include "relay/conn.h"
+#include "relay/hs_local.h"
 #include "relay/instance.h"
 #include "util/log.h"
 #include "util/result.h"
 
-/* ss-local: the SOCKS5 handshake, and SOCKS4/4a on the same port, told
- * apart by the first byte; the two share the connect and its reply. The
+/* ss-local: the SOCKS5 handshake, and SOCKS4/4a and HTTP (hs_http.c) on
+ * the same port, told apart by the first byte; all share the connect. The
  * reply is sent once the server is reached, so a client learns when it is
  * not; the client's first payload then rides with the address header.
  * Handshake bytes are read into the tail of the inbound buffer, clear of
  * where the first chunk is built. */
 
-#define HS_CAP (SS_RELAY_BUF_SIZE - SS_HS_OFF)
-
-/* STAGE_LOGIN only when users are configured (RFC 1929); a request is
- * read only after a successful login then. */
-enum { STAGE_GREETING, STAGE_LOGIN, STAGE_REQUEST, STAGE_SOCKS4 };
-
-static void socks5_send(ss_conn_t *c, const uint8_t *p, size_t n)
+void ss_hs_local_send(ss_conn_t *c, const uint8_t *p, size_t n)
 {
 	/* A handful of bytes on a fresh socket; if even that does not fit the
 	 * peer is gone, and the next read or write says so. */
@@ -36,27 +31,48 @@ static void socks5_send(ss_conn_t *c, const uint8_t *p, size_t n)
 /* Ends the connection after a refusal: the FIN follows the reply, and the
  * client's unread bytes are read away until it closes, so that our close
  * cannot turn into a reset that destroys the reply before it is read. */
-static void socks5_end(ss_conn_t *c, const char *why)
+void ss_hs_local_end(ss_conn_t *c, const char *why)
 {
 	shutdown(c->side[SS_IN].fd, SHUT_WR);
 	ss_conn_drain(c, why);
 }
 
-/* A SOCKS4 client hears 91 whatever the SOCKS5 reply would have said. */
+/* The HTTP status that says what rep does. */
+static int socks5_http_status(ss_socks5_rep_t rep)
+{
+	switch (rep) {
+	case SS_SOCKS5_REP_NOT_ALLOWED:
+		return 403;
+	case SS_SOCKS5_REP_COMMAND_NOT_SUPPORTED:
+		return 501;
+	case SS_SOCKS5_REP_TTL_EXPIRED:
+		return 504;
+	default:
+		return 502;
+	}
+}
+
+/* A SOCKS4 client hears 91 whatever the SOCKS5 reply would have said, an
+ * HTTP client the status nearest to it. */
 static void socks5_fail(ss_conn_t *c, ss_socks5_rep_t rep, const char *why)
 {
 	uint8_t out[32];
-	size_t n = c->hs.stage == STAGE_SOCKS4
+
+	if (c->hs.stage == SS_STAGE_HTTP || c->hs.stage == SS_STAGE_HTTP_PLAIN) {
+		ss_hs_http_fail(c, socks5_http_status(rep), why);
+		return;
+	}
+	size_t n = c->hs.stage == SS_STAGE_SOCKS4
 		       ? ss_socks4_encode_reply(SS_SOCKS4_REP_REJECTED, out)
 		       : ss_socks5_encode_reply(rep, NULL, out, sizeof(out));
 
-	socks5_send(c, out, n);
-	socks5_end(c, why);
+	ss_hs_local_send(c, out, n);
+	ss_hs_local_end(c, why);
 }
 
 static void socks5_accepted(ss_conn_t *c)
 {
-	c->hs.stage = STAGE_GREETING;
+	c->hs.stage = SS_STAGE_GREETING;
 	c->action = "socks5";
 }
 
@@ -81,7 +97,7 @@ static bool socks5_login(ss_conn_t *c, uint8_t *hs)
 	if (r == SS_AGAIN)
 		return false;
 	bool ok = r == SS_OK && ss_socks5_login_check(cfg->socks_creds, cfg->n_socks_creds, &login);
-	socks5_send(c, out, ss_socks5_encode_login_reply(ok, out));
+	ss_hs_local_send(c, out, ss_socks5_encode_login_reply(ok, out));
 	if (!ok) {
 		ss_wipe(hs, c->hs.fill);
 		/* The name is not logged: a client may have sent its password
@@ -93,14 +109,13 @@ static bool socks5_login(ss_conn_t *c, uint8_t *hs)
 	}
 	ss_wipe(hs, used);
 	socks5_consume(c, used);
-	c->hs.stage = STAGE_REQUEST;
+	c->hs.stage = SS_STAGE_REQUEST;
 	return true;
 }
 
-/* The request parsed into c->target, used bytes long: what follows is
- * early payload, which stays in the handshake area until the stream starts.
- * CONNECT is 1 in SOCKS4 as in SOCKS5. */
-static void socks_connect(ss_conn_t *c, uint8_t cmd, size_t used)
+/* What follows the request is early payload, which stays in the handshake
+ * area until the stream starts. */
+void ss_hs_local_connect(ss_conn_t *c, uint8_t cmd, size_t used)
 {
 	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN], why[64];
 
@@ -127,7 +142,7 @@ static void socks4_request(ss_conn_t *c, const uint8_t *hs)
 	int r = ss_socks4_parse_request(hs, c->hs.fill, &used, &cmd, &c->target);
 
 	if (r == SS_AGAIN) {
-		if (c->hs.fill == HS_CAP)
+		if (c->hs.fill == SS_HS_CAP)
 			ss_conn_close(c, "SOCKS4 request too long");
 		return;
 	}
@@ -141,12 +156,12 @@ static void socks4_request(ss_conn_t *c, const uint8_t *hs)
 	 * them. A refusal worth seeing at the default level, as a failed login. */
 	if (c->inst->cfg->n_socks_creds > 0) {
 		uint8_t out[8];
-		socks5_send(c, out, ss_socks4_encode_reply(SS_SOCKS4_REP_REJECTED, out));
+		ss_hs_local_send(c, out, ss_socks4_encode_reply(SS_SOCKS4_REP_REJECTED, out));
 		shutdown(c->side[SS_IN].fd, SHUT_WR);
 		ss_conn_refuse(c, "SOCKS4 has no login, and this port requires one");
 		return;
 	}
-	socks_connect(c, cmd, used);
+	ss_hs_local_connect(c, cmd, used);
 }
 
 static void socks5_inbound(ss_conn_t *c)
@@ -156,7 +171,7 @@ static void socks5_inbound(ss_conn_t *c)
 	ssize_t n;
 
 	do
-		n = read(c->side[SS_IN].fd, hs + c->hs.fill, HS_CAP - c->hs.fill);
+		n = read(c->side[SS_IN].fd, hs + c->hs.fill, SS_HS_CAP - c->hs.fill);
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
@@ -172,16 +187,26 @@ static void socks5_inbound(ss_conn_t *c)
 	c->hs.fill += n;
 	ss_conn_touch(c);
 
-	if (c->hs.stage == STAGE_GREETING && hs[0] == SS_SOCKS4_VERSION) {
-		c->hs.stage = STAGE_SOCKS4;
+	if (c->hs.stage == SS_STAGE_GREETING && hs[0] == SS_SOCKS4_VERSION) {
+		c->hs.stage = SS_STAGE_SOCKS4;
 		c->action = "socks4";
 	}
-	if (c->hs.stage == STAGE_SOCKS4) {
+	/* An HTTP request starts with its method, in letters. */
+	if (c->hs.stage == SS_STAGE_GREETING &&
+	    ((hs[0] >= 'A' && hs[0] <= 'Z') || (hs[0] >= 'a' && hs[0] <= 'z'))) {
+		c->hs.stage = SS_STAGE_HTTP;
+		c->action = "http";
+	}
+	if (c->hs.stage == SS_STAGE_SOCKS4) {
 		socks4_request(c, hs);
 		return;
 	}
+	if (c->hs.stage == SS_STAGE_HTTP) {
+		ss_hs_http_inbound(c, hs);
+		return;
+	}
 
-	if (c->hs.stage == STAGE_GREETING) {
+	if (c->hs.stage == SS_STAGE_GREETING) {
 		bool noauth = false;
 		int r = ss_socks5_parse_greeting(hs, c->hs.fill, &used, &noauth);
 		if (r == SS_AGAIN)
@@ -196,7 +221,7 @@ static void socks5_inbound(ss_conn_t *c)
 		    login ? ss_socks5_greeting_offers(hs, used, SS_SOCKS5_AUTH_USERPASS) : noauth;
 		uint8_t out[2], method = login ? SS_SOCKS5_AUTH_USERPASS : SS_SOCKS5_AUTH_NONE;
 		ss_socks5_encode_method(ok ? method : SS_SOCKS5_AUTH_NO_ACCEPTABLE, out);
-		socks5_send(c, out, sizeof(out));
+		ss_hs_local_send(c, out, sizeof(out));
 		if (!ok && login) {
 			/* A client that will not log in where one must is a
 			 * refusal worth seeing at the default level. */
@@ -205,11 +230,11 @@ static void socks5_inbound(ss_conn_t *c)
 			return;
 		}
 		if (!ok) {
-			socks5_end(c, "SOCKS5 client offers no acceptable method");
+			ss_hs_local_end(c, "SOCKS5 client offers no acceptable method");
 			return;
 		}
 		socks5_consume(c, used);
-		c->hs.stage = login ? STAGE_LOGIN : STAGE_REQUEST;
+		c->hs.stage = login ? SS_STAGE_LOGIN : SS_STAGE_REQUEST;
 		if (!c->hs.fill) {
 			/* The request is a round trip away: a client that
 			 * waits holds no buffer meanwhile. */
@@ -217,7 +242,7 @@ static void socks5_inbound(ss_conn_t *c)
 			return;
 		}
 	}
-	if (c->hs.stage == STAGE_LOGIN) {
+	if (c->hs.stage == SS_STAGE_LOGIN) {
 		if (!socks5_login(c, hs))
 			return;
 		if (!c->hs.fill) {
@@ -230,7 +255,7 @@ static void socks5_inbound(ss_conn_t *c)
 	ss_socks5_rep_t rep = SS_SOCKS5_REP_GENERAL_FAILURE;
 	int r = ss_socks5_parse_request(hs, c->hs.fill, &used, &cmd, &c->target, &rep);
 	if (r == SS_AGAIN) {
-		if (c->hs.fill == HS_CAP)
+		if (c->hs.fill == SS_HS_CAP)
 			ss_conn_close(c, "SOCKS5 request too long");
 		return;
 	}
@@ -248,11 +273,11 @@ static void socks5_inbound(ss_conn_t *c)
 		uint8_t out[32];
 		size_t rn = ss_socks5_encode_reply(SS_SOCKS5_REP_SUCCEEDED, (struct sockaddr *)&bnd,
 						   out, sizeof(out));
-		socks5_send(c, out, rn);
+		ss_hs_local_send(c, out, rn);
 		ss_conn_udp_control(c);
 		return;
 	}
-	socks_connect(c, cmd, used);
+	ss_hs_local_connect(c, cmd, used);
 }
 
 static ss_socks5_rep_t socks5_rep_for(int err)
@@ -283,10 +308,14 @@ static void socks5_connected(ss_conn_t *c, int err)
 		socks5_fail(c, socks5_rep_for(err), why);
 		return;
 	}
-	size_t n = c->hs.stage == STAGE_SOCKS4
+	if (c->hs.stage == SS_STAGE_HTTP || c->hs.stage == SS_STAGE_HTTP_PLAIN) {
+		ss_hs_http_connected(c);
+		return;
+	}
+	size_t n = c->hs.stage == SS_STAGE_SOCKS4
 		       ? ss_socks4_encode_reply(SS_SOCKS4_REP_GRANTED, out)
 		       : ss_socks5_encode_reply(SS_SOCKS5_REP_SUCCEEDED, NULL, out, sizeof(out));
-	socks5_send(c, out, n);
+	ss_hs_local_send(c, out, n);
 	uint8_t *hs = c->dir[SS_IN].buf + SS_HS_OFF;
 	ss_conn_client_stream(c, hs + c->hs.early, c->hs.fill - c->hs.early);
 }
@@ -298,4 +327,6 @@ const ss_handshake_ops_t ss_hs_socks5 = {
     .accepted = socks5_accepted,
     .inbound = socks5_inbound,
     .connected = socks5_connected,
+    .inbound_stream = ss_hs_http_stream,
+    .inbound_next = ss_hs_http_next,
 };

@@ -16,6 +16,7 @@
 
 #define PUMP_ROUNDS 8     /* reads per wake-up, so one busy connection cannot starve the rest */
 #define PUMP_BADDATA (-2) /* the stream failed to decode */
+#define PUMP_FRAMING (-3) /* the handshake refused the inbound stream's framing */
 
 uint8_t *ss_pump_lead_area(ss_conn_t *c, int d)
 {
@@ -147,6 +148,14 @@ static int pump_flush(ss_conn_t *c, ss_dir_t *dir, int fd)
 	return SS_OK;
 }
 
+/* Releases d's buffer unless the next request's start waits in it. */
+static void pump_release(ss_conn_t *c, int d)
+{
+	if (d == SS_IN && c->in_next && c->hs.fill)
+		return;
+	ss_conn_buf_release(c, d);
+}
+
 /* After a complete flush: SS_OK if more output is ready, SS_AGAIN if the
  * direction must read again, SS_ERR on a decode failure. */
 static int pump_after_flush(ss_conn_t *c, int d)
@@ -154,7 +163,7 @@ static int pump_after_flush(ss_conn_t *c, int d)
 	ss_dir_t *dir = &c->dir[d];
 
 	if (dir->xf != SS_XF_DECODE) {
-		ss_conn_buf_release(c, d);
+		pump_release(c, d);
 		return SS_AGAIN;
 	}
 	dir->keep = 0;
@@ -166,6 +175,45 @@ static int pump_after_flush(ss_conn_t *c, int d)
 	return SS_AGAIN;
 }
 
+/* A framed inbound stream (in_framed) is read into one run, at most
+ * SS_HS_LEN bytes: slot 0 behind the lead bytes, or the buffer's front,
+ * both clear of the handshake area. */
+static uint8_t *pump_framed_run(ss_conn_t *c, uint8_t *buf, size_t *len)
+{
+	ss_dir_t *dir = &c->dir[SS_IN];
+	size_t room = SS_HS_LEN;
+
+	if (dir->xf == SS_XF_ENCODE) {
+		size_t slot0 =
+		    c->k->ops->slot0(c->k, dir->codec, pump_req_target(c, dir)) - dir->lead;
+		room = slot0 < room ? slot0 : room;
+		*len = room;
+		return buf + c->k->layout.first + dir->lead;
+	}
+	*len = room;
+	return buf + dir->lead;
+}
+
+/* Hands the n bytes just read at p to the handshake and returns how many go
+ * on. Once a request ended, what follows it is the next one's start: it
+ * waits in the handshake area (in_next), or is dropped (in_over). -1 when
+ * the handshake refuses the bytes. */
+static ssize_t pump_framed(ss_conn_t *c, uint8_t *buf, const uint8_t *p, size_t n)
+{
+	size_t keep = 0;
+
+	if (c->in_over)
+		return 0;
+	int r = c->inst->ops->inbound_stream(c, p, n, &keep);
+	if (r == SS_ERR)
+		return -1;
+	if (r == SS_OK && c->in_next && n > keep) {
+		memcpy(buf + SS_HS_OFF, p + keep, n - keep);
+		c->hs.fill = (uint16_t)(n - keep);
+	}
+	return r == SS_OK ? (ssize_t)keep : (ssize_t)n;
+}
+
 /* Reads once from the source and transforms. SS_OK: output may be pending
  * (or EOF was seen); SS_AGAIN: nothing to read now; SS_ERR: socket error. */
 static int pump_fill(ss_conn_t *c, int d)
@@ -174,10 +222,24 @@ static int pump_fill(ss_conn_t *c, int d)
 	int fd = c->side[d].fd;
 	uint8_t *buf = ss_conn_buf(c, d);
 	size_t want = 0; /* what the read asked for; 0: a pipe drain */
+	uint8_t *run = NULL;
 	ssize_t n;
 
+	if (d == SS_IN && c->in_framed && c->in_next) {
+		/* The lead still waiting goes out before the next request's
+		 * head takes the lead area. */
+		if (dir->lead || dir->hdr_pending)
+			return pump_emit(c, d, 0);
+		int r = c->inst->ops->inbound_next(c);
+		if (r != SS_OK)
+			return r == SS_AGAIN ? SS_AGAIN : PUMP_FRAMING;
+		return dir->eof ? SS_OK : pump_emit(c, d, 0);
+	}
 	do {
-		if (dir->xf == SS_XF_ENCODE) {
+		if (d == SS_IN && c->in_framed) {
+			run = pump_framed_run(c, buf, &want);
+			n = read(fd, run, want);
+		} else if (dir->xf == SS_XF_ENCODE) {
 			/* Straight into the codec's slots, behind the lead bytes. */
 			ss_codec_t *k = c->k;
 			const ss_codec_layout_t *l = &k->layout;
@@ -220,7 +282,7 @@ static int pump_fill(ss_conn_t *c, int d)
 		if (dir->xf == SS_XF_DECODE)
 			pump_compact(c, d);
 		else if (!dir->lead)
-			ss_conn_buf_release(c, d);
+			pump_release(c, d);
 		return SS_AGAIN;
 	}
 	if (n == 0) {
@@ -244,6 +306,17 @@ static int pump_fill(ss_conn_t *c, int d)
 		ss_servers_answered(&c->inst->servers, c);
 	}
 	if (dir->xf != SS_XF_DECODE) {
+		if (d == SS_IN && c->in_framed) {
+			bool over = c->in_over;
+			n = pump_framed(c, buf, run, (size_t)n);
+			if (n < 0)
+				return PUMP_FRAMING;
+			/* Nothing more goes on: read what is left away. */
+			if (over && !dir->lead) {
+				ss_conn_buf_release(c, d);
+				return SS_OK;
+			}
+		}
 		dir->bytes += n;
 		return pump_emit(c, d, n);
 	}
@@ -419,6 +492,10 @@ void ss_pump(ss_conn_t *c, int d)
 		}
 		if (r == PUMP_BADDATA) {
 			pump_fail(c, d);
+			return;
+		}
+		if (r == PUMP_FRAMING) {
+			ss_conn_close(c, "the inbound stream's framing is malformed");
 			return;
 		}
 		if (r == SS_ERR) {

@@ -8,15 +8,18 @@ back and come out again), then the count is taken, 200 TCP connections and
 2,000 datagrams go through, and the count is taken again: it must not move.
 
 Traffic per round: TCP through ss-tunnel (ssload rr) and through ss-local to
-the name "target.test" (over SOCKS5 and SOCKS4a in turn), which ss-server
+the name "target.test" (over SOCKS5, SOCKS4a and HTTP CONNECT in turn, and
+forwarded HTTP requests), which ss-server
 resolves itself with c-ares from a DNS responder on loopback (every lookup
 goes through c-ares); UDP through ss-tunnel (ssload udp-send) and through
 ss-local's SOCKS5 UDP ASSOCIATE. One
 case runs all three with a SIP003u plugin (tests/integration/xorplugin.py)
 carrying TCP and UDP; another gives ss-local and ss-tunnel two servers of
 different methods, one of them behind such a plugin of its own; a third has
-ss-local take SOCKS5 logins (RFC 1929), failed ones included."""
+ss-local take SOCKS5 logins (RFC 1929) and HTTP Basic proxy logins, failed
+ones included."""
 
+import base64
 import os
 import signal
 import subprocess
@@ -73,17 +76,33 @@ def run_ssload(ssload, args):
     assert res.returncode == 0, "ssload %s failed: %s" % (args[0], res.stderr.decode()[-500:])
 
 
+def http_forward(local, host, port):
+    """Two requests kept alive, forwarded by ss-local's HTTP proxy to an
+    echo server: what comes back is each head as the origin saw it, and the
+    body."""
+    with sslib.connect(*local.addr, timeout=T(5)) as s:
+        for _ in range(2):
+            body = os.urandom(300)
+            s.sendall(b"POST http://%s:%d/p HTTP/1.1\r\nProxy-Connection: keep-alive\r\n"
+                      b"Content-Length: 300\r\n\r\n%s" % (host.encode(), port, body))
+            want = (b"POST /p HTTP/1.1\r\nHost: %s:%d\r\nContent-Length: 300\r\n\r\n%s"
+                    % (host.encode(), port, body))
+            assert sslib.recv_exact(s, len(want)) == want
+
+
 def traffic(ssload, tunnel, local, sink_port, uecho, conns, datagrams, parallel):
     """One round: conns TCP connections and datagrams datagrams, half via
     ss-tunnel (parallel connections at a time), half via ss-local."""
     run_ssload(ssload, ["rr", "--connect", "%s:%d" % tunnel.addr, "--count", str(conns // 2),
                         "--size", "512", "--conns", str(parallel), "--timeout", "30"])
     for _ in range(conns // 2 // parallel):
-        socks = [(sslib.socks4_connect if i % 2 else sslib.socks5_connect)(
-            local.addr, "target.test", sink_port, timeout=T(5)) for i in range(parallel)]
+        opens = (sslib.socks5_connect, sslib.socks4_connect, sslib.http_connect)
+        socks = [opens[i % 3](local.addr, "target.test", sink_port, timeout=T(5))
+                 for i in range(parallel)]
         for s in socks:
             sslib.small_exchange(s, 300)
             s.close()
+        http_forward(local, "target.test", sink_port)
     run_ssload(ssload, ["udp-send", "--connect", "%s:%d" % tunnel.addr, "--count",
                         str(datagrams // 2), "--size", "1000", "--window", "4", "--clients", "4",
                         "--timeout", "30"])
@@ -217,6 +236,15 @@ def socks_login_round(local, echo, uecho, conns, parallel):
         with sslib.connect(*local.addr) as s:
             assert sslib.socks5_greet(s, methods=(2,)) == 2
             assert sslib.socks5_login(s, login[0], b"wrong") != 0
+            sslib.wait_closed(s, T(5))
+    # HTTP CONNECT with the same users, and refused.
+    basic = b"Proxy-Authorization: Basic %s\r\n" % base64.b64encode(b":".join(login))
+    for _ in range(conns // 4):
+        with sslib.http_connect(local.addr, *echo.addr, headers=basic) as s:
+            sslib.small_exchange(s, 300)
+        with sslib.connect(*local.addr) as s:
+            s.sendall(b"CONNECT %s:%d HTTP/1.1\r\n\r\n" % (echo.addr[0].encode(), echo.addr[1]))
+            assert sslib.http_head(s)[0] == 407
             sslib.wait_closed(s, T(5))
     with ssudp.Association(local.addr, login=login) as a:
         for i in range(20):

@@ -433,6 +433,44 @@ static void choices(const char *target, unsigned n_sel, unsigned stride)
 	}
 }
 
+/* fuzz_http: a selector byte (0 head, 1 chunk size, 2 trailer, 3 Basic
+ * login, 4 a chunked body whose next byte picks the read size), then the
+ * text. */
+static void http_seed(const char *name, uint8_t sel, const char *text)
+{
+	seed_t s = {0};
+
+	add_bytes(&s, 1, sel);
+	add(&s, text, strlen(text));
+	put("fuzz_http", name, s.b, s.n);
+}
+
+static void http(void)
+{
+	http_seed("connect", 0,
+		  "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n"
+		  "Proxy-Authorization: Basic dTpw\r\n\r\nearly");
+	http_seed("connect_v6", 0, "CONNECT [2001:db8::1]:22 HTTP/1.0\r\n\r\n");
+	http_seed("get", 0,
+		  "GET http://web.test:8080/a?b HTTP/1.1\r\nHost: web.test:8080\r\n"
+		  "Proxy-Connection: Keep-Alive\r\nAccept: */*\r\nKeep-Alive: 5\r\n\r\n");
+	http_seed("post_chunked", 0,
+		  "POST http://10.0.0.1/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		  "Expect: 100-continue\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+	http_seed("post_length", 0,
+		  "POST http://h HTTP/1.0\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabc");
+	http_seed("cut", 0, "GET http://h/ HTTP/1.1\r\nHost: h\r");
+	http_seed("chunk", 1, "1aF;name=value\r\n");
+	http_seed("chunk_last", 1, "0\r\n\r\n");
+	http_seed("trailer", 2, "Expires: never\r\nX-Sum: 1\r\n\r\n");
+	http_seed("trailer_empty", 2, "\r\n");
+	http_seed("body", 4, "\x03" "5;a=b\r\nhello\r\n1A \r\n0123456789abcdef0123456789\r\n"
+			     "0\r\nX-T: 1\r\n\r\nGET next");
+	http_seed("body_cut", 4, "\x01" "5\r\nhel");
+	http_seed("login", 3, "Basic YWxpY2U6czM6Y3JldA==");
+	http_seed("login_bad", 3, "Basic YWxpY2U=");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -443,6 +481,7 @@ int main(int argc, char **argv)
 	if (mkdir(root, 0755) != 0 && errno != EEXIST)
 		return 1;
 	parsers();
+	http();
 	config();
 	aead();
 	aead2022();

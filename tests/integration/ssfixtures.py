@@ -2,7 +2,11 @@
 their conftest.py files)."""
 
 import faulthandler
+import hashlib
+import http.server
+import json
 import os
+import socket
 import sys
 import threading
 
@@ -11,7 +15,8 @@ import pytest
 import sslib
 
 __all__ = ["bin_dir", "libev_bin_dir", "pytest_report_header", "watchdog", "procs",
-           "pytest_runtest_makereport", "echo", "echo6", "SS", "ss", "blob"]
+           "pytest_runtest_makereport", "echo", "echo6", "SS", "ss", "blob", "web",
+           "named_server"]
 
 # Upper bound for one test, before the time factor; the watchdog then kills
 # the programs so the blocked test fails instead of hanging the suite.
@@ -171,3 +176,73 @@ def blob():
             _blobs[n] = os.urandom(n)
         return _blobs[n]
     return get
+
+
+class _BlobHandler(http.server.BaseHTTPRequestHandler):
+    """Over HTTP/1.1 keep-alive: GET answers the server's blob, or for
+    /headers... the request line, fields and peer port as JSON; HEAD the blob's
+    fields; POST and PUT the length and SHA-256 of the body they got
+    (Content-Length or chunked)."""
+    protocol_version = "HTTP/1.1"
+
+    def _answer(self, body, head_only=False):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if not head_only:
+            self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path.startswith("/headers"):
+            self._answer(json.dumps({"line": self.requestline, "peer": self.client_address[1],
+                                     "fields": list(self.headers.items())}).encode())
+        else:
+            self._answer(self.server.blob)
+
+    def do_HEAD(self):
+        self._answer(self.server.blob, head_only=True)
+
+    def _body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = bytearray()
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b""):
+                        pass
+                    return bytes(data)
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+
+    def do_POST(self):
+        body = self._body()
+        self._answer(b"%d %s" % (len(body), hashlib.sha256(body).hexdigest().encode()))
+
+    do_PUT = do_POST
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def web():
+    """A loopback HTTP server whose every GET answers web.blob (300 kB)."""
+    srv = http.server.ThreadingHTTPServer((sslib.LOOPBACK4, 0), _BlobHandler)
+    srv.daemon_threads = True
+    srv.blob = os.urandom(300000)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def named_server(ss, tmp_path, name):
+    """ss-server that answers name as 127.0.0.1 from a hosts file of the
+    test's own, and asks a resolver port where nobody answers about any
+    other name."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 %s\n" % name)
+    dead_dns = sslib.free_port(kind=socket.SOCK_DGRAM)
+    return ss.server(env={"SS_HOSTS_FILE": str(hosts)}, extra=["-d", "127.0.0.1:%d" % dead_dns])

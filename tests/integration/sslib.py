@@ -1115,6 +1115,35 @@ def recv_all(sock, timeout=None, limit=1 << 30):
     return bytes(out)
 
 
+def http_head(sock):
+    """Reads an HTTP response head (through the blank line) and nothing
+    after it; returns (status, head bytes)."""
+    head = bytearray()
+    while not head.endswith(b"\r\n\r\n"):
+        data = sock.recv(1)
+        if not data:
+            raise SocksError("EOF inside an HTTP response head: %r" % bytes(head))
+        head += data
+    return int(head.split(b" ", 2)[1]), bytes(head)
+
+
+def http_connect(proxy, host, port, timeout=None, early=b"", headers=b""):
+    """HTTP CONNECT through proxy; requires 200 and returns the socket, with
+    the response head read."""
+    s = connect(proxy[0], proxy[1], timeout)
+    try:
+        hp = ("[%s]:%d" % (host, port)) if ":" in host else "%s:%d" % (host, port)
+        s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n%s"
+                  % (hp.encode(), hp.encode(), headers, early))
+        status, head = http_head(s)
+        if status != 200:
+            raise SocksError("HTTP CONNECT to %s answered %r" % (hp, head))
+        return s
+    except BaseException:
+        s.close()
+        raise
+
+
 def wait_closed(sock, timeout):
     """Reads until the peer closes. Returns ("eof", bytes) for a clean close,
     ("reset", bytes) for a reset, ("open", bytes) if it is still open when

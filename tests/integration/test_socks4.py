@@ -2,55 +2,25 @@
 fetch from a loopback HTTP server through ss-local and ss-server, and raw
 requests check the replies to what is refused or malformed."""
 
-import http.server
 import os
 import re
 import socket
 import subprocess
-import threading
 import time
 
 import pytest
 
 import sslib
+from ssfixtures import named_server
 from sslib import T
 
 NAME = "web.socks4.test"
 GRANTED, REJECTED = 90, 91
 
 
-class _Blob(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = self.server.blob
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def web():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Blob)
-    srv.blob = os.urandom(300000)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-
-
 @pytest.fixture
 def pair(ss, tmp_path):
-    """ss-server answers NAME from a hosts file of the test's own, and asks
-    a resolver port where nobody answers about any other name."""
-    hosts = tmp_path / "hosts"
-    hosts.write_text("127.0.0.1 %s\n" % NAME)
-    dead_dns = sslib.free_port(kind=socket.SOCK_DGRAM)
-    server = ss.server(env={"SS_HOSTS_FILE": str(hosts)},
-                       extra=["-d", "127.0.0.1:%d" % dead_dns])
+    server = named_server(ss, tmp_path, NAME)
     return server, ss.local(server)
 
 

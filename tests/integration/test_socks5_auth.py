@@ -2,12 +2,10 @@
 configured, a client must log in before any request, UDP ASSOCIATE
 included; a failed login is refused and logged once, without the password."""
 
-import http.server
 import json
 import os
 import socket
 import subprocess
-import threading
 import time
 
 import pytest
@@ -17,28 +15,6 @@ import ssudp
 from sslib import T, wait_for
 
 USER, PASS = b"alice", b"s3cret:with-colon"
-BODY = b"hello through the proxy\n"
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(BODY)))
-        self.end_headers()
-        self.wfile.write(BODY)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def web():
-    srv = http.server.ThreadingHTTPServer((sslib.LOOPBACK4, 0), _Handler)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield srv.server_address[:2]
-    srv.shutdown()
-    srv.server_close()
 
 
 def auth_args(user=USER, password=PASS):
@@ -58,7 +34,7 @@ def curl(local, web, cred=None):
     proxy = "socks5h://%s127.0.0.1:%d" % (auth, local.port)
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     r = subprocess.run(["curl", "-sS", "--max-time", str(T(10)), "-x", proxy,
-                        "http://127.0.0.1:%d/" % web[1]],
+                        "http://127.0.0.1:%d/" % web.server_port],
                        capture_output=True, env=env, timeout=T(20))
     return r.returncode, r.stdout
 
@@ -76,7 +52,7 @@ def login_open(local, name, password):
 
 def test_curl_with_login(authed, web):
     rc, body = curl(authed, web, ("alice", PASS.decode()))
-    assert rc == 0 and body == BODY, (rc, body)
+    assert rc == 0 and body == web.blob, (rc, body)
 
 
 def test_curl_wrong_password_fails_and_is_logged_once(authed, web):
@@ -195,8 +171,8 @@ def test_users_file(ss, web, tmp_path):
     users.write_text("# SOCKS5 users\n\nalice:pw-one\r\nbob:pw:two\n")
     server = ss.server()
     local = ss.local(server, extra=["--socks-users", str(users)])
-    assert curl(local, web, ("alice", "pw-one")) == (0, BODY)
-    assert curl(local, web, ("bob", "pw:two")) == (0, BODY)
+    assert curl(local, web, ("alice", "pw-one")) == (0, web.blob)
+    assert curl(local, web, ("bob", "pw:two")) == (0, web.blob)
     assert curl(local, web, ("alice", "pw:two"))[0] != 0
     assert curl(local, web)[0] != 0
 
@@ -206,14 +182,14 @@ def test_json_keys(ss, web, tmp_path):
     conf = tmp_path / "local.json"
     conf.write_text(json.dumps({"socks_user": "carol", "socks_pass": "json-pw"}))
     local = ss.local(server, extra=["-c", str(conf)])
-    assert curl(local, web, ("carol", "json-pw")) == (0, BODY)
+    assert curl(local, web, ("carol", "json-pw")) == (0, web.blob)
     assert curl(local, web, ("carol", "other"))[0] != 0
 
 
 def test_without_users_nothing_changes(ss, web, echo):
     server = ss.server()
     local = ss.local(server)
-    assert curl(local, web) == (0, BODY)
+    assert curl(local, web) == (0, web.blob)
     with sslib.connect(*local.addr) as s:
         assert sslib.socks5_greet(s, methods=(2,)) == 0xFF
 
@@ -277,7 +253,7 @@ def test_socks4_is_refused_when_users_are_configured(authed, web):
     them, so it gets 91 and the refusal is logged like a failed login."""
     s = sslib.connect(*authed.addr)
     with s:
-        s.sendall(bytes([4, 1]) + web[1].to_bytes(2, "big") + socket.inet_aton(web[0]) + b"alice\0")
+        s.sendall(bytes([4, 1]) + web.server_port.to_bytes(2, "big") + socket.inet_aton(web.server_address[0]) + b"alice\0")
         rep = sslib.recv_exact(s, 8)
         assert rep[:2] == b"\0\x5b", rep
         state, data = sslib.wait_closed(s, T(5))
