@@ -216,8 +216,9 @@ void ss_hs_http_inbound(ss_conn_t *c, uint8_t *hs)
 	int r = ss_http_parse_request(hs, c->hs.fill, &req);
 
 	if (r == SS_AGAIN) {
-		if (c->hs.fill == SS_HS_CAP) {
-			snprintf(why, sizeof(why), "HTTP request head over %d bytes", SS_HS_CAP);
+		if (c->hs.fill == SS_HS_READ_CAP) {
+			snprintf(why, sizeof(why), "HTTP request head over %d bytes",
+				 SS_HS_READ_CAP);
 			ss_hs_http_fail(c, 431, why);
 		}
 		return;

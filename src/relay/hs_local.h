@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/http.h"
 #include "relay/conn.h"
 
 /* ss-local's port: SOCKS5, SOCKS4/4a and HTTP share one handshake
@@ -13,6 +14,10 @@
 /* Where handshake bytes are read: the tail of the inbound buffer, clear of
  * where the first chunk is built. */
 #define SS_HS_CAP (SS_RELAY_BUF_SIZE - SS_HS_OFF)
+/* How much of it a client's first bytes may fill: a forwarded HTTP request's
+ * head is rewritten in place, up to SS_HTTP_REWRITE_GROWTH bytes longer,
+ * with whatever came after it (its body, the next requests) still behind. */
+#define SS_HS_READ_CAP (SS_HS_CAP - SS_HTTP_REWRITE_GROWTH)
 
 /* Sub-states (c->hs.stage). STAGE_LOGIN only when users are configured
  * (RFC 1929); a request is read only after a successful login then. */

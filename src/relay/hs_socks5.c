@@ -142,7 +142,7 @@ static void socks4_request(ss_conn_t *c, const uint8_t *hs)
 	int r = ss_socks4_parse_request(hs, c->hs.fill, &used, &cmd, &c->target);
 
 	if (r == SS_AGAIN) {
-		if (c->hs.fill == SS_HS_CAP)
+		if (c->hs.fill == SS_HS_READ_CAP)
 			ss_conn_close(c, "SOCKS4 request too long");
 		return;
 	}
@@ -171,7 +171,7 @@ static void socks5_inbound(ss_conn_t *c)
 	ssize_t n;
 
 	do
-		n = read(c->side[SS_IN].fd, hs + c->hs.fill, SS_HS_CAP - c->hs.fill);
+		n = read(c->side[SS_IN].fd, hs + c->hs.fill, SS_HS_READ_CAP - c->hs.fill);
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
@@ -255,7 +255,7 @@ static void socks5_inbound(ss_conn_t *c)
 	ss_socks5_rep_t rep = SS_SOCKS5_REP_GENERAL_FAILURE;
 	int r = ss_socks5_parse_request(hs, c->hs.fill, &used, &cmd, &c->target, &rep);
 	if (r == SS_AGAIN) {
-		if (c->hs.fill == SS_HS_CAP)
+		if (c->hs.fill == SS_HS_READ_CAP)
 			ss_conn_close(c, "SOCKS5 request too long");
 		return;
 	}

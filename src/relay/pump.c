@@ -311,6 +311,10 @@ static int pump_fill(ss_conn_t *c, int d)
 			n = pump_framed(c, buf, run, (size_t)n);
 			if (n < 0)
 				return PUMP_FRAMING;
+			/* The next request's start is already here: it is parsed
+			 * once this one is out, not when the socket next wakes. */
+			if (c->in_next && c->hs.fill)
+				dir->drained = false;
 			/* Nothing more goes on: read what is left away. */
 			if (over && !dir->lead) {
 				ss_conn_buf_release(c, d);

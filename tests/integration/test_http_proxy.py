@@ -426,7 +426,7 @@ def test_upgrade_passes_everything_after(local, echo):
         assert sslib.recv_exact(s, len(frames)) == frames
 
 
-@pytest.mark.parametrize("method", ["none", "2022-blake3-aes-256-gcm", "chacha20-ietf-poly1305"])
+@pytest.mark.parametrize("method", ["none", "2022-blake3-aes-256-gcm", "chacha20-ietf-poly1305", sslib.DEFAULT_METHOD])
 def test_forwarded_requests_with_every_codec(ss, web, method):
     """Pipelined and kept-alive forwarded requests, a body of several reads
     and a CONNECT tunnel, with each kind of codec behind the proxy (none
@@ -439,7 +439,8 @@ def test_forwarded_requests_with_every_codec(ss, web, method):
         s.sendall(b"POST http://127.0.0.1:%d/up HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s"
                   b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\n\r\n"
                   % (web.server_port, len(body), body, web.server_port))
-        assert http_response(s)[2] == post_answer(body)
+        status, head, got = http_response(s)
+        assert status == 200 and got == post_answer(body), (head, got)
         assert json.loads(http_response(s)[2])["line"] == "GET /headers HTTP/1.1"
         assert get_headers(s, web.server_port, b"X-N: 3\r\n")["line"] == "GET /headers HTTP/1.1"
     r = run_curl(["-p", "-x", proxy_url(local), "http://127.0.0.1:%d/" % web.server_port])
