@@ -267,7 +267,7 @@ int ss_plugin_init(ss_plugin_t *p, struct ev_loop *loop, const ss_plugin_spec_t 
 		     : plugin_find(p, spec->plugin, err, errlen);
 	if (rc < 0)
 		return rc;
-	if ((rc = ss_port_pick_loopback(spec->tcp, spec->udp, &port)) < 0) {
+	if ((rc = ss_port_pick_loopback(spec->tcp, spec->udp, spec->avoid, 2, &port)) < 0) {
 		snprintf(err, errlen, "plugin '%s': no free port on 127.0.0.1: %s", spec->plugin,
 			 strerror(-rc));
 		return rc;

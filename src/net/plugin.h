@@ -58,6 +58,9 @@ typedef struct ss_plugin_spec {
 	uint16_t remote_port;
 	bool server; /* ss-server: it listens on the remote address */
 	bool tcp, udp;
+	/* Ports the local port must not be, though free now: the program's own
+	 * listening port, the port a server's plugin takes (0: none). */
+	uint16_t avoid[2];
 } ss_plugin_spec_t;
 
 typedef enum {

@@ -31,15 +31,31 @@ static int ports_bind(int type, uint16_t port, uint16_t *got)
 	return fd;
 }
 
-int ss_port_pick_loopback(bool tcp, bool udp, uint16_t *port)
+static bool ports_avoided(uint16_t p, const uint16_t *avoid, size_t n)
 {
-	int rc = -EADDRINUSE;
+	for (size_t i = 0; i < n; i++)
+		if (avoid[i] == p)
+			return true;
+	return false;
+}
+
+int ss_port_pick_loopback(bool tcp, bool udp, const uint16_t *avoid, size_t n, uint16_t *port)
+{
+	/* An avoided port the kernel gave stays bound until the end, or the
+	 * kernel would give it again (bind prefers one half of the range). */
+	int held[PICK_ATTEMPTS], nheld = 0, rc = -EADDRINUSE;
 
 	for (int i = 0; i < PICK_ATTEMPTS; i++) {
 		uint16_t p = 0, q = 0;
 		int a = ports_bind(tcp ? SOCK_STREAM : SOCK_DGRAM, 0, &p), b = -1;
-		if (a < 0)
-			return a;
+		if (a < 0) {
+			rc = a;
+			break;
+		}
+		if (ports_avoided(p, avoid, n)) {
+			held[nheld++] = a;
+			continue;
+		}
 		if (tcp && udp)
 			b = ports_bind(SOCK_DGRAM, p, &q);
 		close(a);
@@ -47,10 +63,13 @@ int ss_port_pick_loopback(bool tcp, bool udp, uint16_t *port)
 			close(b);
 		if (!(tcp && udp) || b >= 0) {
 			*port = p;
-			return 0;
+			rc = 0;
+			break;
 		}
 		rc = b;
 	}
+	while (nheld)
+		close(held[--nheld]);
 	return rc;
 }
 

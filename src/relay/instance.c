@@ -491,7 +491,8 @@ static int instance_plugin(struct ss_instance *inst, const char *plugin, const c
 				 .remote_port = port,
 				 .server = inst->cfg->prog == SS_PROG_SERVER,
 				 .tcp = tcp,
-				 .udp = udp};
+				 .udp = udp,
+				 .avoid = {port, inst->cfg->local_port}};
 	ss_plugin_t *p = &inst->plugins[inst->n_plugins++];
 
 	if (spec.server && strcmp(host, "::") == 0) {

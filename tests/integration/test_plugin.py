@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import stat
+import subprocess
 import threading
 import time
 
@@ -431,3 +432,35 @@ def test_plugin_that_never_opens_its_port(ss):
     assert "within 10 s, and was killed; its last line: xorplugin: never listening" in \
         p.stderr(), p.stderr()
     assert 10 <= took < T(13), "gave up after %.1f s" % took
+
+
+def test_plugin_port_is_never_our_own(tmp_path):
+    """The port picked for a client's plugin is free when picked, and so is
+    the program's own listening port until it binds it: in a namespace of
+    its own whose ephemeral range holds just two ports, one of them ss-local's
+    -l (the one the kernel hands out for port 0 while both are free: it
+    prefers one parity for bind), the plugin must get the other one."""
+    if os.geteuid() != 0:
+        pytest.fail("this test creates a network namespace and needs root (CI runs as root)")
+    ns = "ssport-%d" % os.getpid()
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
+                        "net.ipv4.ip_local_port_range=40001 40002"], check=True)
+        for i in range(4):
+            rec_path = str(tmp_path / ("record%d.json" % i))
+            p = subprocess.Popen(
+                ["ip", "netns", "exec", ns, sslib.prog("ss-local"), "-s", "127.0.0.1", "-p",
+                 "8388", "-l", "40002", "-k", "secret", "-m", "aes-256-gcm", "--plugin", XOR,
+                 "--plugin-opts", "key=0;record=%s" % rec_path],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            try:
+                rec = read_record(rec_path)
+            finally:
+                p.terminate()
+                out = p.communicate(timeout=T(10))[0].decode(errors="replace")
+            assert rec["env"]["SS_LOCAL_PORT"] == "40001", (rec["env"], out)
+            assert "listening on 127.0.0.1:40002" in out, out
+    finally:
+        subprocess.run(["ip", "netns", "del", ns])
