@@ -531,6 +531,278 @@ int ss_http_body_feed(ss_http_body_t *b, const uint8_t *p, size_t n, size_t *use
 	return b->state == BODY_DONE ? SS_OK : SS_AGAIN;
 }
 
+/* --- answers, on their way back --- */
+
+enum {
+	RESP_IDLE,   /* no request in flight */
+	RESP_STATUS, /* the status line's first 13 bytes */
+	RESP_REST,   /* the rest of a line nobody reads */
+	RESP_NAME,   /* a field name, or the blank line that ends the head */
+	RESP_VALUE,  /* a framing field's value */
+	RESP_LF,     /* the LF after a CR */
+	RESP_BODY,
+	RESP_OPAQUE, /* until the origin closes */
+};
+
+enum { FIELD_STATUS, FIELD_OTHER, FIELD_LENGTH, FIELD_CODING, FIELD_NAME };
+
+#define RESP_LENGTH 0x01  /* Content-Length seen */
+#define RESP_CODING 0x02  /* Transfer-Encoding seen */
+#define RESP_CHUNKED 0x04 /* ... and its last coding is chunked */
+#define RESP_VALEND 0x08  /* the value's token ended (only space may follow) */
+#define RESP_TOKLONG 0xff /* tlen: more than tok holds */
+
+void ss_http_resp_init(ss_http_resp_t *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+unsigned ss_http_resp_pending(const ss_http_resp_t *r)
+{
+	return r->pending;
+}
+
+bool ss_http_resp_opaque(const ss_http_resp_t *r)
+{
+	return r->state == RESP_OPAQUE;
+}
+
+/* A new head: its status line first. */
+static void resp_head(ss_http_resp_t *r)
+{
+	r->state = RESP_STATUS;
+	r->field = FIELD_STATUS;
+	r->flags = 0;
+	r->tlen = 0;
+	r->status = 0;
+	r->length = 0;
+}
+
+bool ss_http_resp_expect(ss_http_resp_t *r, bool head)
+{
+	if (r->pending >= SS_HTTP_RESP_MAX)
+		return false;
+	if (head)
+		r->heads |= 1u << r->pending;
+	r->pending++;
+	if (r->state == RESP_IDLE)
+		resp_head(r);
+	return true;
+}
+
+/* The last answer's final bytes went by. */
+static void resp_done(ss_http_resp_t *r)
+{
+	r->pending--;
+	r->heads >>= 1;
+	if (r->pending)
+		resp_head(r);
+	else
+		r->state = RESP_IDLE;
+}
+
+/* "HTTP/1.x NNN" in tok. */
+static bool resp_status(ss_http_resp_t *r)
+{
+	const uint8_t *t = r->tok;
+
+	if (r->tlen < 12 || memcmp(t, "HTTP/1.", 7) != 0 || t[7] < '0' || t[7] > '9' ||
+	    t[8] != ' ' || (r->tlen > 12 && t[12] != ' '))
+		return false;
+	r->status = 0;
+	for (int i = 9; i < 12; i++) {
+		if (t[i] < '0' || t[i] > '9')
+			return false;
+		r->status = (uint16_t)(r->status * 10 + (t[i] - '0'));
+	}
+	return r->status >= 100;
+}
+
+/* The head ended: what follows it. */
+static void resp_head_end(ss_http_resp_t *r)
+{
+	if (r->status < 200) {
+		/* An interim answer; the final one follows. 101: the rest is
+		 * the protocol it switched to. */
+		if (r->status == 101)
+			r->state = RESP_OPAQUE;
+		else
+			resp_head(r);
+		return;
+	}
+	if ((r->heads & 1) || r->status == 204 || r->status == 304) {
+		resp_done(r);
+		return;
+	}
+	memset(&r->body, 0, sizeof(r->body));
+	if (r->flags & RESP_CODING) {
+		/* A final coding other than chunked: the body runs to the close. */
+		r->body.state = BODY_SIZE;
+		r->state = r->flags & RESP_CHUNKED ? RESP_BODY : RESP_OPAQUE;
+	} else if (r->flags & RESP_LENGTH) {
+		if (r->length == 0) {
+			resp_done(r);
+			return;
+		}
+		r->body.state = BODY_LENGTH;
+		r->body.left = r->length;
+		r->state = RESP_BODY;
+	} else {
+		r->state = RESP_OPAQUE;
+	}
+}
+
+/* A line of the head ended (at its CR or LF). false: malformed. */
+static bool resp_line_end(ss_http_resp_t *r)
+{
+	uint64_t x;
+
+	switch (r->field) {
+	case FIELD_STATUS:
+		if (r->status == 0 && !resp_status(r))
+			return false;
+		break;
+	case FIELD_LENGTH:
+		if (r->tlen == RESP_TOKLONG || http_number(r->tok, r->tlen, &x) != SS_OK)
+			return false;
+		if ((r->flags & RESP_LENGTH) && x != r->length)
+			return false;
+		r->length = x;
+		r->flags |= RESP_LENGTH;
+		break;
+	case FIELD_CODING:
+		r->flags |= RESP_CODING;
+		if (r->tlen == 7 && memcmp(r->tok, "chunked", 7) == 0)
+			r->flags |= RESP_CHUNKED;
+		else
+			r->flags &= (uint8_t)~RESP_CHUNKED;
+		break;
+	case FIELD_NAME:
+		/* A blank line ends the head; a name without a colon is no field. */
+		if (r->tlen)
+			return false;
+		resp_head_end(r);
+		return true;
+	default:
+		break;
+	}
+	r->field = FIELD_NAME;
+	r->flags &= (uint8_t)~RESP_VALEND;
+	r->tlen = 0;
+	r->state = RESP_NAME;
+	return true;
+}
+
+/* One byte of a framing field's value. false: malformed. */
+static bool resp_value(ss_http_resp_t *r, uint8_t c)
+{
+	if (c == ' ' || c == '\t') {
+		if (r->tlen)
+			r->flags |= RESP_VALEND;
+		return true;
+	}
+	if (r->field == FIELD_CODING && c == ',') {
+		r->tlen = 0;
+		r->flags &= (uint8_t)~RESP_VALEND;
+		return true;
+	}
+	bool ok = r->field == FIELD_LENGTH ? c >= '0' && c <= '9'
+					   : http_tchar(c) || c == ';' || c == '=' || c == '"';
+	if (!ok || (r->field == FIELD_LENGTH && (r->flags & RESP_VALEND)))
+		return false;
+	/* A coding's parameters or a space inside it: not chunked. */
+	if (r->flags & RESP_VALEND || r->tlen >= sizeof(r->tok) || c == ';') {
+		r->tlen = RESP_TOKLONG;
+		return r->field == FIELD_CODING;
+	}
+	if (r->tlen != RESP_TOKLONG)
+		r->tok[r->tlen++] = http_lower(c);
+	return true;
+}
+
+/* One byte of a head. false: malformed. */
+static bool resp_byte(ss_http_resp_t *r, uint8_t c)
+{
+	if (r->state == RESP_LF)
+		return c == '\n' && resp_line_end(r);
+	if (c == '\r' || c == '\n') {
+		if (c == '\n')
+			return resp_line_end(r);
+		r->state = RESP_LF;
+		return true;
+	}
+	switch (r->state) {
+	case RESP_STATUS:
+		/* "HTTP/1.x NNN", then a space before any reason phrase. */
+		r->tok[r->tlen++] = c;
+		if (r->tlen == 13) {
+			if (!resp_status(r))
+				return false;
+			r->state = RESP_REST;
+		}
+		return true;
+	case RESP_NAME:
+		if (c == ':') {
+			if (!r->tlen)
+				return false;
+			r->field = FIELD_OTHER;
+			if (r->tlen == 14 && memcmp(r->tok, "content-length", 14) == 0)
+				r->field = FIELD_LENGTH;
+			else if (r->tlen == 17 && memcmp(r->tok, "transfer-encoding", 17) == 0)
+				r->field = FIELD_CODING;
+			r->tlen = 0;
+			r->state = r->field == FIELD_OTHER ? RESP_REST : RESP_VALUE;
+			return true;
+		}
+		/* A line that starts with white space folds onto the one
+		 * before: obsolete, and not followed. */
+		if (!http_tchar(c))
+			return false;
+		if (r->tlen < sizeof(r->tok))
+			r->tok[r->tlen] = http_lower(c);
+		if (r->tlen < 0xfe)
+			r->tlen++;
+		return true;
+	case RESP_VALUE:
+		return resp_value(r, c);
+	default:
+		return true; /* RESP_REST */
+	}
+}
+
+int ss_http_resp_feed(ss_http_resp_t *r, const uint8_t *p, size_t n, size_t *used)
+{
+	size_t i = 0, u;
+
+	while (i < n) {
+		switch (r->state) {
+		case RESP_IDLE:
+			*used = i;
+			return SS_OK;
+		case RESP_OPAQUE:
+			*used = n;
+			return SS_AGAIN;
+		case RESP_BODY: {
+			int b = ss_http_body_feed(&r->body, p + i, n - i, &u);
+			if (b == SS_ERR) {
+				r->state = RESP_OPAQUE;
+				continue;
+			}
+			i += u;
+			if (b == SS_OK)
+				resp_done(r);
+			continue;
+		}
+		default:
+			if (!resp_byte(r, p[i]))
+				r->state = RESP_OPAQUE;
+			i++;
+		}
+	}
+	*used = n;
+	return r->state == RESP_IDLE ? SS_OK : SS_AGAIN;
+}
+
 int ss_http_basic_login(const uint8_t *value, size_t len,
 			uint8_t scratch[2 * SS_SOCKS5_FIELD_MAX + 2], ss_socks5_login_t *login)
 {

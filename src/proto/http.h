@@ -104,6 +104,46 @@ void ss_http_body_init(ss_http_body_t *b, const ss_http_req_t *req);
  * malformed. */
 int ss_http_body_feed(ss_http_body_t *b, const uint8_t *p, size_t n, size_t *used);
 
+/* The answers to forwarded requests, followed as their bytes stream back
+ * in pieces of any size (nothing is kept), so a proxy knows where the last
+ * answer in flight ends (RFC 9112 section 6.3): the status line, the
+ * framing fields (Content-Length, Transfer-Encoding), then the body:
+ * none for HEAD, 1xx, 204 and 304; chunked, or Content-Length bytes; and
+ * otherwise, or when the head is malformed or the answer is 101 Switching
+ * Protocols, every byte until the origin closes (the tracker is then
+ * opaque for good). An interim 1xx answer is followed by the final one. */
+#define SS_HTTP_RESP_MAX 32 /* requests in flight at most */
+
+typedef struct ss_http_resp {
+	ss_http_body_t body; /* the current answer's body */
+	uint64_t length;     /* its Content-Length */
+	uint32_t heads;      /* bit i: the i-th request in flight is a HEAD */
+	uint16_t status;
+	uint8_t pending; /* requests in flight: their final answers are to come */
+	uint8_t state;   /* internal */
+	uint8_t field;   /* the field the current line holds */
+	uint8_t flags;   /* what the head said so far */
+	uint8_t tlen;    /* bytes in tok */
+	uint8_t tok[21]; /* the status line's start, a field name, a coding */
+} ss_http_resp_t;
+
+/* No request in flight. */
+void ss_http_resp_init(ss_http_resp_t *r);
+/* A request (head: its method is HEAD) went to the origin: its answer is
+ * expected after those in flight. false, recording nothing, when
+ * SS_HTTP_RESP_MAX are in flight already. */
+bool ss_http_resp_expect(ss_http_resp_t *r, bool head);
+/* n more bytes from the origin at p. SS_AGAIN: all of them belong to the
+ * answers in flight (or the tracker is opaque), more to come; SS_OK: the
+ * last answer in flight ended after *used of them (0 when none was in
+ * flight): the rest answers nothing. */
+int ss_http_resp_feed(ss_http_resp_t *r, const uint8_t *p, size_t n, size_t *used);
+/* The number of requests whose final answers are still to come. */
+unsigned ss_http_resp_pending(const ss_http_resp_t *r);
+/* Whether the answers are past knowing where they end: only the origin's
+ * close ends the last one. */
+bool ss_http_resp_opaque(const ss_http_resp_t *r);
+
 /* "Basic base64(name:password)" (the scheme case-insensitive) into *login,
  * whose pointers then point into scratch. SS_OK, or SS_ERR for another
  * scheme, bad base64, no ':' or a field empty or over 255 bytes. */

@@ -315,6 +315,22 @@ static int conn_use_codec(ss_conn_t *c, ss_codec_t *k, unsigned cls)
 	return 0;
 }
 
+/* A direction's stream state as it starts: no codec (a client's comes
+ * with its server, conn_use_codec), nothing pending, no splicing yet. Its
+ * buffer and byte counts are the caller's. */
+static void conn_dir_fresh(ss_dir_t *dir)
+{
+	dir->xf = SS_XF_COPY;
+	dir->codec = NULL;
+	dir->keep = dir->rpos = dir->rend = 0;
+	dir->lead = 0;
+	dir->iov_n = dir->iov_i = 0;
+	dir->outq = UINT32_MAX;
+	dir->eof = dir->shut = dir->hdr_pending = false;
+	dir->splice = dir->copy_once = dir->drained = false;
+	ss_splice_init(&dir->sp, NULL);
+}
+
 void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
 		    socklen_t peerlen)
 {
@@ -333,7 +349,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	c->lookup_busy = false;
 	c->lead_wait = false;
 	c->bypass = false;
-	c->in_framed = c->in_next = c->in_over = false;
+	c->in_framed = c->in_next = c->in_over = c->in_hold = c->out_framed = false;
 	c->k = NULL;
 	c->srv = -1;
 	c->srv_wait = c->connected = c->answered = false;
@@ -346,19 +362,10 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	memcpy(&c->peer, peer, peerlen < sizeof(c->peer) ? peerlen : sizeof(c->peer));
 	for (int d = 0; d < 2; d++) {
 		ss_dir_t *dir = &c->dir[d];
-		/* A client's codec comes with its server (conn_use_codec). */
-		dir->xf = SS_XF_COPY;
-		dir->codec = NULL;
 		dir->buf = NULL;
 		dir->iov = NULL;
-		dir->keep = dir->rpos = dir->rend = 0;
-		dir->lead = 0;
-		dir->iov_n = dir->iov_i = 0;
-		dir->outq = UINT32_MAX;
-		dir->eof = dir->shut = dir->hdr_pending = false;
-		dir->splice = dir->copy_once = dir->drained = false;
 		dir->bytes = dir->spliced = 0;
-		ss_splice_init(&dir->sp, NULL);
+		conn_dir_fresh(dir);
 	}
 	if (!inst->ops->client && conn_use_codec(c, &inst->codec, 0) < 0) {
 		ss_err("cannot set up the cipher state");
@@ -704,6 +711,39 @@ void ss_conn_connect_route(ss_conn_t *c)
 	conn_route(c, ss_acl_resolve(inst->acl, d), NULL, 0);
 }
 
+void ss_conn_outbound_end(ss_conn_t *c)
+{
+	struct ss_instance *inst = c->inst;
+
+	if (c->side[SS_OUT].fd >= 0) {
+		ev_io_stop(inst->loop, &c->side[SS_OUT].rio);
+		ev_io_stop(inst->loop, &c->side[SS_OUT].wio);
+		close(c->side[SS_OUT].fd);
+		c->side[SS_OUT].fd = -1;
+	}
+	ev_io_stop(inst->loop, &c->side[SS_IN].rio);
+	ev_io_stop(inst->loop, &c->side[SS_IN].wio);
+	if (c->srv >= 0)
+		ss_servers_ended(&inst->servers, c);
+	c->srv = -1;
+	c->tried = 0;
+	c->connected = c->answered = c->bypass = c->lead_wait = false;
+	c->out_err = 0;
+	for (int d = 0; d < 2; d++) {
+		ss_splice_close(&c->dir[d].sp);
+		if (c->k)
+			ss_codec_reset(c->k, c->dir[d].codec);
+		conn_dir_fresh(&c->dir[d]);
+	}
+	c->k = NULL;
+	ss_conn_buf_release(c, SS_OUT);
+	c->in_framed = c->in_next = c->in_over = c->in_hold = c->out_framed = false;
+	c->state = SS_CONN_HANDSHAKE;
+	ss_conn_touch(c);
+	c->deadline_connect = c->last_active + inst->connect_timeout;
+	conn_arm_timer(c);
+}
+
 void ss_conn_stream(ss_conn_t *c)
 {
 	/* Bytes that need no transform go from socket to socket in the
@@ -711,7 +751,7 @@ void ss_conn_stream(ss_conn_t *c)
 	 * connections. */
 	for (int d = 0; d < 2; d++) {
 		c->dir[d].splice = c->dir[d].xf == SS_XF_COPY && c->inst->splice_ok &&
-				   !(d == SS_IN && c->in_framed);
+				   !(d == SS_IN ? c->in_framed : c->out_framed);
 		if (c->dir[d].splice)
 			ss_splice_use_pool(&c->dir[d].sp, &c->inst->pipes);
 	}

@@ -90,6 +90,8 @@ typedef struct ss_conn {
 		uint16_t early;      /* ss-local: where the payload after the request starts */
 		ss_http_body_t body; /* ss-local's HTTP proxy: the request body's framing */
 		bool req_close;      /* ... and whether the request asked to close after it */
+		uint16_t hold;       /* ... what a held request waits for (hs_http.c) */
+		ss_http_resp_t resp; /* ... the answers to the requests in flight */
 	} hs;
 	/* STREAM: the inbound stream is framed by the handshake
 	 * (ops->inbound_stream sees every byte, nothing is spliced); in_next:
@@ -99,6 +101,12 @@ typedef struct ss_conn {
 	bool in_framed;
 	bool in_next;
 	bool in_over;
+	/* in_hold: the next request waits, unread further, until the answers
+	 * in flight are out (ops->outbound_idle); out_framed: the outbound
+	 * stream is framed by the handshake (ops->outbound_stream sees every
+	 * plaintext byte, nothing is spliced). */
+	bool in_hold;
+	bool out_framed;
 	bool lookup_busy; /* a resolver callback is still owed */
 	bool lead_wait;   /* waiting briefly for a first payload to ride with the header */
 	bool bypass;      /* client: the ACL sends it straight to its target */
@@ -166,6 +174,15 @@ typedef struct ss_handshake_ops {
 	 * the inbound side's eof); SS_AGAIN: wait for the inbound side;
 	 * SS_ERR: the connection closes. */
 	int (*inbound_next)(ss_conn_t *c);
+	/* STREAM, for a connection with out_framed set: n plaintext bytes
+	 * from the outbound side on their way in. SS_AGAIN: all of them go
+	 * on; SS_OK: only the first *keep do, the rest is dropped. */
+	int (*outbound_stream)(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep);
+	/* STREAM, in_hold, with nothing waiting to go to the inbound side
+	 * (the outbound side's eof may be set): true when the handshake took
+	 * the connection over (it may have ended the outbound leg, or the
+	 * connection); false: keep pumping. */
+	bool (*outbound_idle)(ss_conn_t *c);
 } ss_handshake_ops_t;
 
 extern const ss_handshake_ops_t ss_hs_socks5; /* ss-local */
@@ -200,6 +217,11 @@ void ss_conn_connect_server(ss_conn_t *c);
  * up first only when no name rule decides and address rules might. On the
  * result calls ops->connected. */
 void ss_conn_connect_route(ss_conn_t *c);
+/* Clients: ends the outbound leg (socket, server, codec states, buffer,
+ * splicing) and both directions' stream state, keeping the inbound socket
+ * and what waits in its buffer, for a new connect: back in HANDSHAKE with
+ * the inbound side's watchers stopped. */
+void ss_conn_outbound_end(ss_conn_t *c);
 /* Enters STREAM and starts both pumps. */
 void ss_conn_stream(ss_conn_t *c);
 /* Clients: puts the target's address header, then n bytes of extra (early

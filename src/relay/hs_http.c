@@ -22,13 +22,27 @@
  * Any other method with an absolute http URI is forwarded to its origin:
  * the head rewritten to origin form, then its body as its framing says
  * (ss_http_body_t, fed every inbound byte by the pump); the origin's
- * answers come back as they are. Kept alive, the next requests for the
- * same origin go the same way on the same outbound connection (pipelined
- * ones too). A request for another origin, a CONNECT, or one that does not
- * parse ends the stream instead: the origin gets a FIN after the requests
- * it has, its close after its answers ends the connection, and the client,
- * with no answer to that request, sends it again on a new connection. What
- * the client sends after the end is read and dropped. */
+ * answers come back as they are, their framing followed (ss_http_resp_t,
+ * fed every outbound byte) so that the proxy knows when the last one in
+ * flight has ended. Kept alive, the next requests for the same origin go
+ * the same way on the same outbound connection (pipelined ones too). A
+ * request that cannot go there is held, unread further, until every
+ * answer before it is out: then one for another origin, or a CONNECT,
+ * ends the outbound leg and goes through the connect anew (ACL, server,
+ * fresh codec state) as a first request would; one that does not parse, or
+ * lacks a valid login, is answered 400, 431 or 407 and the connection ends.
+ * An answer that runs until the origin closes ends the connection with it:
+ * the client then sends what it has left on a new one. */
+
+/* What a held request waits for (c->hs.hold). */
+enum {
+	HTTP_HOLD_ROOM = 1, /* fewer than SS_HTTP_RESP_MAX requests in flight */
+	HTTP_HOLD_SWITCH,   /* no answer in flight: then another outbound leg */
+	HTTP_HOLD_400,      /* no answer in flight: then a refusal */
+	HTTP_HOLD_431,
+	HTTP_HOLD_407,
+	HTTP_HOLD_407_NONE,
+};
 
 static const char http_established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
@@ -109,6 +123,9 @@ static void http_plain(ss_conn_t *c, uint8_t *hs, const ss_http_req_t *req)
 	c->hs.fill = (uint16_t)(n + rest);
 	c->hs.stage = SS_STAGE_HTTP_PLAIN;
 	c->in_framed = true;
+	c->out_framed = true;
+	ss_http_resp_init(&c->hs.resp);
+	ss_http_resp_expect(&c->hs.resp, req->head);
 	c->target = req->dst;
 	ss_hs_local_connect(c, SS_SOCKS5_CMD_CONNECT, n + body);
 	/* hs.early, set by the connect, is where the next request starts. */
@@ -134,21 +151,13 @@ static bool http_same_origin(const ss_addr_t *a, const ss_addr_t *b)
 	return memcmp(a->v6, b->v6, a->atyp == SS_ATYP_IPV4 ? 4 : 16) == 0;
 }
 
-/* Ends the stream toward the origin after the requests it has: a FIN, so
- * that it closes after its answers; the client's bytes are dropped. */
-static int http_stop(ss_conn_t *c, const char *why)
+/* The request in the handshake area waits for the answers in flight
+ * (ss_hs_http_idle). */
+static int http_hold(ss_conn_t *c, uint16_t what)
 {
-	char peer[SS_ADDR_STRLEN];
-
-	ss_debug("%s %s: %s: no more requests on this connection", c->action,
-		 ss_conn_peer(c, peer, sizeof(peer)), why);
-	if (c->dir[SS_IN].buf)
-		ss_wipe(c->dir[SS_IN].buf + SS_HS_OFF, c->hs.fill);
-	c->hs.fill = 0;
-	c->in_next = false;
-	c->in_over = true;
-	shutdown(c->side[SS_OUT].fd, SHUT_WR);
-	return SS_OK;
+	c->in_hold = true;
+	c->hs.hold = what;
+	return SS_AGAIN;
 }
 
 int ss_hs_http_next(ss_conn_t *c)
@@ -159,11 +168,12 @@ int ss_hs_http_next(ss_conn_t *c)
 	size_t body;
 	int r = ss_http_parse_request(hs, c->hs.fill, &req);
 
+	/* As for a first request: a held one goes through ss_hs_http_inbound. */
 	if (r == SS_AGAIN) {
-		if (c->hs.fill == SS_HS_CAP)
-			return http_stop(c, "request head too long");
+		if (c->hs.fill == SS_HS_READ_CAP)
+			return http_hold(c, HTTP_HOLD_431);
 		do
-			got = read(c->side[SS_IN].fd, hs + c->hs.fill, SS_HS_CAP - c->hs.fill);
+			got = read(c->side[SS_IN].fd, hs + c->hs.fill, SS_HS_READ_CAP - c->hs.fill);
 		while (got < 0 && errno == EINTR);
 		if (got < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
@@ -183,15 +193,17 @@ int ss_hs_http_next(ss_conn_t *c)
 		ss_conn_touch(c);
 		r = ss_http_parse_request(hs, c->hs.fill, &req);
 		if (r == SS_AGAIN)
-			return c->hs.fill == SS_HS_CAP ? http_stop(c, "request head too long")
-						       : SS_AGAIN;
+			return c->hs.fill == SS_HS_READ_CAP ? http_hold(c, HTTP_HOLD_431)
+							    : SS_AGAIN;
 	}
 	if (r == SS_ERR)
-		return http_stop(c, "malformed request");
+		return http_hold(c, HTTP_HOLD_400);
 	if (c->inst->cfg->n_socks_creds > 0 && !http_authorized(c, hs, &req))
-		return http_stop(c, "request without a valid login");
+		return http_hold(c, req.has_auth ? HTTP_HOLD_407 : HTTP_HOLD_407_NONE);
 	if (req.connect || !http_same_origin(&req.dst, &c->target))
-		return http_stop(c, "request for another origin");
+		return http_hold(c, HTTP_HOLD_SWITCH);
+	if (!ss_http_resp_expect(&c->hs.resp, req.head))
+		return http_hold(c, HTTP_HOLD_ROOM);
 
 	uint8_t *lead = ss_pump_lead_area(c, SS_IN);
 	size_t rest = c->hs.fill - req.head_len;
@@ -265,4 +277,72 @@ void ss_hs_http_connected(ss_conn_t *c)
 	memmove(hs, hs + n, left);
 	c->hs.fill = (uint16_t)(c->in_next ? left : 0);
 	ss_conn_client_stream(c, first, n);
+}
+
+int ss_hs_http_answers(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep)
+{
+	return ss_http_resp_feed(&c->hs.resp, p, n, keep);
+}
+
+/* The held request ends the connection: a refusal (status 0: none, the
+ * client cannot be answered), then the client's bytes read away. */
+static void http_held_end(ss_conn_t *c, int status, bool refused, const char *why)
+{
+	if (c->dir[SS_IN].buf)
+		ss_wipe(c->dir[SS_IN].buf + SS_HS_OFF, c->hs.fill);
+	c->hs.fill = 0;
+	if (status)
+		http_status(c, status);
+	shutdown(c->side[SS_IN].fd, SHUT_WR);
+	if (refused)
+		ss_conn_refuse(c, why);
+	else
+		ss_conn_drain(c, why);
+}
+
+bool ss_hs_http_idle(ss_conn_t *c)
+{
+	const ss_http_resp_t *r = &c->hs.resp;
+	const ss_dir_t *out = &c->dir[SS_OUT];
+	unsigned pending = ss_http_resp_pending(r);
+
+	if (c->hs.hold == HTTP_HOLD_ROOM && !out->eof) {
+		if (pending >= SS_HTTP_RESP_MAX)
+			return false;
+		/* The pump takes it up again, after this wake-up. */
+		c->in_hold = false;
+		ev_feed_event(c->inst->loop, &c->side[SS_IN].rio, EV_READ);
+		return false;
+	}
+	if (pending && !out->eof)
+		return false;
+	if (pending || out->shut) {
+		/* The last answer ran until the origin closed, or the client
+		 * already has our FIN: only the end of the connection can
+		 * follow. */
+		http_held_end(c, 0, false, "the origin closed; the next request goes unanswered");
+		return true;
+	}
+	switch (c->hs.hold) {
+	case HTTP_HOLD_SWITCH: {
+		uint8_t *hs = c->dir[SS_IN].buf + SS_HS_OFF;
+		ss_conn_outbound_end(c);
+		c->hs.stage = SS_STAGE_HTTP;
+		ss_hs_http_inbound(c, hs);
+		return true;
+	}
+	case HTTP_HOLD_431:
+		http_held_end(c, 431, false,
+			      "HTTP request head too long on a kept-alive connection");
+		return true;
+	case HTTP_HOLD_407:
+		http_held_end(c, 407, true, "HTTP proxy login failed");
+		return true;
+	case HTTP_HOLD_407_NONE:
+		http_held_end(c, 407, true, "HTTP client sent no proxy login");
+		return true;
+	default:
+		http_held_end(c, 400, false, "malformed HTTP request on a kept-alive connection");
+		return true;
+	}
 }

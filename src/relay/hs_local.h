@@ -50,7 +50,12 @@ void ss_hs_http_connected(ss_conn_t *c);
 /* HTTP, a forwarded request (ops->inbound_stream): where its body ends. */
 int ss_hs_http_stream(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep);
 /* HTTP, kept alive (ops->inbound_next): the next request, for the same
- * origin, or the end of the stream. */
+ * origin, or held (in_hold) until the answers in flight are out. */
 int ss_hs_http_next(ss_conn_t *c);
+/* HTTP, a forwarded request (ops->outbound_stream): where the answers end. */
+int ss_hs_http_answers(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep);
+/* HTTP, a held request (ops->outbound_idle): sent to its origin, or
+ * answered, once every answer before it is out. */
+bool ss_hs_http_idle(ss_conn_t *c);
 
 #endif

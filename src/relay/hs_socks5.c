@@ -329,4 +329,6 @@ const ss_handshake_ops_t ss_hs_socks5 = {
     .connected = socks5_connected,
     .inbound_stream = ss_hs_http_stream,
     .inbound_next = ss_hs_http_next,
+    .outbound_stream = ss_hs_http_answers,
+    .outbound_idle = ss_hs_http_idle,
 };

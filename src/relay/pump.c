@@ -17,6 +17,7 @@
 #define PUMP_ROUNDS 8     /* reads per wake-up, so one busy connection cannot starve the rest */
 #define PUMP_BADDATA (-2) /* the stream failed to decode */
 #define PUMP_FRAMING (-3) /* the handshake refused the inbound stream's framing */
+#define PUMP_HOLD (-4)    /* the next request waits for the answers in flight */
 
 uint8_t *ss_pump_lead_area(ss_conn_t *c, int d)
 {
@@ -63,6 +64,15 @@ static int pump_emit(ss_conn_t *c, int d, size_t n)
 	return rc;
 }
 
+/* Of the n plaintext bytes at p from a framed outbound side, how many go
+ * on: those of the answers in flight. */
+static size_t pump_answers(ss_conn_t *c, const uint8_t *p, size_t n)
+{
+	size_t keep = n;
+
+	return c->inst->ops->outbound_stream(c, p, n, &keep) == SS_AGAIN ? n : keep;
+}
+
 int ss_pump_decode(ss_conn_t *c, int d, ss_codec_hdr_t *hdr)
 {
 	ss_dir_t *dir = &c->dir[d];
@@ -81,8 +91,13 @@ int ss_pump_decode(ss_conn_t *c, int d, ss_codec_hdr_t *hdr)
 		return SS_ERR;
 	dir->rpos += consumed;
 	for (i = 0; i < ns; i++) {
-		dir->iov[dir->iov_n++] = (struct iovec){spans[i].ptr, spans[i].len};
-		dir->bytes += spans[i].len;
+		size_t len = spans[i].len;
+		if (d == SS_OUT && c->out_framed)
+			len = pump_answers(c, spans[i].ptr, len);
+		if (!len)
+			continue;
+		dir->iov[dir->iov_n++] = (struct iovec){spans[i].ptr, len};
+		dir->bytes += len;
 	}
 	return SS_OK;
 }
@@ -230,9 +245,11 @@ static int pump_fill(ss_conn_t *c, int d)
 		 * head takes the lead area. */
 		if (dir->lead || dir->hdr_pending)
 			return pump_emit(c, d, 0);
+		if (c->in_hold)
+			return PUMP_HOLD;
 		int r = c->inst->ops->inbound_next(c);
 		if (r != SS_OK)
-			return r == SS_AGAIN ? SS_AGAIN : PUMP_FRAMING;
+			return r == SS_AGAIN ? (c->in_hold ? PUMP_HOLD : SS_AGAIN) : PUMP_FRAMING;
 		return dir->eof ? SS_OK : pump_emit(c, d, 0);
 	}
 	do {
@@ -321,6 +338,8 @@ static int pump_fill(ss_conn_t *c, int d)
 				return SS_OK;
 			}
 		}
+		if (d == SS_OUT && c->out_framed)
+			n = (ssize_t)pump_answers(c, buf + dir->lead, (size_t)n);
 		dir->bytes += n;
 		return pump_emit(c, d, n);
 	}
@@ -473,6 +492,8 @@ void ss_pump(ss_conn_t *c, int d)
 			}
 			if (r == SS_OK)
 				continue;
+			if (d == SS_OUT && c->in_hold && c->inst->ops->outbound_idle(c))
+				return;
 			if (dir->drained && !dir->eof) {
 				dir->drained = false;
 				ss_conn_want(c, dst, EV_WRITE, false);
@@ -483,6 +504,9 @@ void ss_pump(ss_conn_t *c, int d)
 			if (pump_splicing(dir))
 				continue;
 		}
+		/* A held request may go once every answer before it is out. */
+		if (d == SS_OUT && c->in_hold && c->inst->ops->outbound_idle(c))
+			return;
 		ss_conn_want(c, dst, EV_WRITE, false);
 		if (dir->eof) {
 			pump_shut(c, d);
@@ -496,6 +520,12 @@ void ss_pump(ss_conn_t *c, int d)
 		}
 		if (r == PUMP_BADDATA) {
 			pump_fail(c, d);
+			return;
+		}
+		if (r == PUMP_HOLD) {
+			ss_conn_want(c, src, EV_READ, false);
+			if (!c->dir[SS_OUT].iov_n)
+				c->inst->ops->outbound_idle(c);
 			return;
 		}
 		if (r == PUMP_FRAMING) {

@@ -20,14 +20,17 @@ ss-local take SOCKS5 logins (RFC 1929) and HTTP Basic proxy logins, failed
 ones included."""
 
 import base64
+import http.server
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.parse
 
 import pytest
 
+import ssfixtures
 import sslib
 import ssudp
 from sslib import T
@@ -90,6 +93,32 @@ def http_forward(local, host, port):
             assert sslib.recv_exact(s, len(want)) == want
 
 
+_web = []
+
+
+def web_port():
+    """A loopback HTTP origin (the integration suite's), started once."""
+    if not _web:
+        srv = http.server.ThreadingHTTPServer((sslib.LOOPBACK4, 0), ssfixtures._BlobHandler)
+        srv.daemon_threads = True
+        srv.blob = b"b" * 1000
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        _web.append(srv)
+    return _web[0].server_port
+
+
+def http_switch(local, host):
+    """Kept alive, requests for two origins in turn (host and 127.0.0.1,
+    the same HTTP server): each switch ends the outbound leg and connects
+    anew."""
+    port = web_port()
+    with sslib.connect(*local.addr, timeout=T(5)) as s:
+        for h in (host, sslib.LOOPBACK4, host):
+            s.sendall(b"GET http://%s:%d/ HTTP/1.1\r\n\r\n" % (h.encode(), port))
+            status, head = sslib.http_head(s)
+            assert status == 200 and sslib.recv_exact(s, 1000) == b"b" * 1000, head
+
+
 def traffic(ssload, tunnel, local, sink_port, uecho, conns, datagrams, parallel):
     """One round: conns TCP connections and datagrams datagrams, half via
     ss-tunnel (parallel connections at a time), half via ss-local."""
@@ -103,6 +132,7 @@ def traffic(ssload, tunnel, local, sink_port, uecho, conns, datagrams, parallel)
             sslib.small_exchange(s, 300)
             s.close()
         http_forward(local, "target.test", sink_port)
+        http_switch(local, "target.test")
     run_ssload(ssload, ["udp-send", "--connect", "%s:%d" % tunnel.addr, "--count",
                         str(datagrams // 2), "--size", "1000", "--window", "4", "--clients", "4",
                         "--timeout", "30"])

@@ -4,7 +4,8 @@
  * does, and a refusal stays a refusal. A request that parses is rewritten
  * to origin form, which must hold no proxy field and parse back to the
  * same fields. A chunked body streamed in pieces ends where the
- * contiguous parsers say it does. */
+ * contiguous parsers say it does; answers streamed back in pieces end
+ * where they end fed whole. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -197,6 +198,56 @@ static void fuzz_login(const uint8_t *buf, size_t len)
 	}
 }
 
+/* Answers on their way back: after a byte that picks the piece size and
+ * one that picks how many requests are in flight (1-8) and which are HEAD,
+ * the origin's bytes fed to ss_http_resp_feed whole and in pieces: both
+ * must end the last answer at the same byte, or both not at all, and
+ * never take more than they were given. */
+static int resp_run(const uint8_t *buf, size_t len, size_t step, uint8_t reqs, size_t *end)
+{
+	ss_http_resp_t r;
+	size_t off = 0, used = 0;
+	unsigned n = (unsigned)(reqs & 7) + 1;
+
+	ss_http_resp_init(&r);
+	FZ_CHECK(ss_http_resp_pending(&r) == 0);
+	for (unsigned i = 0; i < n; i++)
+		FZ_CHECK(ss_http_resp_expect(&r, reqs >> (3 + i % 5) & 1));
+	FZ_CHECK(ss_http_resp_pending(&r) == n);
+	while (off < len) {
+		size_t k = len - off < step ? len - off : step;
+		unsigned before = ss_http_resp_pending(&r);
+		int rc = ss_http_resp_feed(&r, buf + off, k, &used);
+		FZ_CHECK(used <= k && ss_http_resp_pending(&r) <= before);
+		if (rc == SS_OK) {
+			FZ_CHECK(ss_http_resp_pending(&r) == 0 && !ss_http_resp_opaque(&r));
+			*end = off + used;
+			/* Nothing more is an answer. */
+			FZ_CHECK(ss_http_resp_feed(&r, buf, len, &used) == SS_OK && used == 0);
+			return SS_OK;
+		}
+		FZ_CHECK(rc == SS_AGAIN && used == k && ss_http_resp_pending(&r) > 0);
+		off += k;
+	}
+	return SS_AGAIN;
+}
+
+static void fuzz_resp(const uint8_t *data, size_t size)
+{
+	size_t whole = 0, split = 0, bytes = 0;
+
+	if (size < 2)
+		return;
+	const uint8_t *buf = data + 2;
+	size_t len = size - 2;
+	int a = resp_run(buf, len, len ? len : 1, data[1], &whole);
+	int b = resp_run(buf, len, (size_t)(data[0] % 23) + 1, data[1], &split);
+	int c = resp_run(buf, len, 1, data[1], &bytes);
+	FZ_CHECK(a == b && b == c);
+	if (a == SS_OK)
+		FZ_CHECK(whole == split && split == bytes && whole <= len);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -213,6 +264,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 4:
 		fuzz_body(data + 1, size - 1);
+		break;
+	case 5:
+		fuzz_resp(data + 1, size - 1);
 		break;
 	default:
 		fuzz_login(data + 1, size - 1);

@@ -434,8 +434,8 @@ static void choices(const char *target, unsigned n_sel, unsigned stride)
 }
 
 /* fuzz_http: a selector byte (0 head, 1 chunk size, 2 trailer, 3 Basic
- * login, 4 a chunked body whose next byte picks the read size), then the
- * text. */
+ * login, 4 a chunked body whose next byte picks the read size, 5 answers:
+ * a piece size byte and a requests-in-flight byte first), then the text. */
 static void http_seed(const char *name, uint8_t sel, const char *text)
 {
 	seed_t s = {0};
@@ -457,16 +457,32 @@ static void http(void)
 	http_seed("post_chunked", 0,
 		  "POST http://10.0.0.1/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
 		  "Expect: 100-continue\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
-	http_seed("post_length", 0,
-		  "POST http://h HTTP/1.0\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabc");
+	http_seed(
+	    "post_length", 0,
+	    "POST http://h HTTP/1.0\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabc");
 	http_seed("cut", 0, "GET http://h/ HTTP/1.1\r\nHost: h\r");
 	http_seed("chunk", 1, "1aF;name=value\r\n");
 	http_seed("chunk_last", 1, "0\r\n\r\n");
 	http_seed("trailer", 2, "Expires: never\r\nX-Sum: 1\r\n\r\n");
 	http_seed("trailer_empty", 2, "\r\n");
-	http_seed("body", 4, "\x03" "5;a=b\r\nhello\r\n1A \r\n0123456789abcdef0123456789\r\n"
-			     "0\r\nX-T: 1\r\n\r\nGET next");
-	http_seed("body_cut", 4, "\x01" "5\r\nhel");
+	http_seed("body", 4,
+		  "\x03"
+		  "5;a=b\r\nhello\r\n1A \r\n0123456789abcdef0123456789\r\n"
+		  "0\r\nX-T: 1\r\n\r\nGET next");
+	http_seed("body_cut", 4,
+		  "\x01"
+		  "5\r\nhel");
+	http_seed("answers", 5,
+		  "\x07\x0a"
+		  "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+		  "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+		  "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n"
+		  "HTTP/1.1 204 No Content\r\nX: y\r\n\r\n"
+		  "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+		  "5;e=1\r\nhello\r\n0\r\nX-T: 1\r\n\r\n");
+	http_seed("answer_close", 5, "\x03\x00HTTP/1.0 200 OK\r\nServer: s\r\n\r\nuntil close");
+	http_seed("answer_304", 5,
+		  "\x01\x01HTTP/1.1 304 Not Modified\r\nContent-Length: 7\r\n\r\n");
 	http_seed("login", 3, "Basic YWxpY2U6czM6Y3JldA==");
 	http_seed("login_bad", 3, "Basic YWxpY2U=");
 }

@@ -11,6 +11,7 @@ import urllib.request
 import os
 import socket
 import subprocess
+import threading
 
 import pytest
 
@@ -267,18 +268,189 @@ def test_chunked_body_split_with_trailer(local, web):
         assert status == 200 and got == post_answer(b"".join(chunks)), (head, got)
 
 
-def test_another_origin_ends_the_connection(local, web):
-    """Two requests in one write, to two origins: the first is answered,
-    then the origin's close ends the connection; the second never reaches
-    the first's origin (a client sends it again on a new connection)."""
+def test_another_origin_gets_a_new_outbound_connection(local, web):
+    """Kept alive, requests for two origins (the same server by address and
+    by name) one after the other: each answered, the origin switched for
+    each, the outbound connection new each time."""
+    a_url = b"http://127.0.0.1:%d/headers" % web.server_port
+    b_url = b"http://%s:%d/headers" % (NAME.encode(), web.server_port)
+    peers = []
+    with sslib.connect(*local.addr) as s:
+        for url in (a_url, b_url, b_url, a_url):
+            s.sendall(b"GET %s HTTP/1.1\r\nX-U: %s\r\n\r\n" % (url, url))
+            status, head, got = http_response(s)
+            j = json.loads(got)
+            assert status == 200 and ["X-U", url.decode()] in j["fields"], (head, j)
+            peers.append(j["peer"])
+    assert peers[0] != peers[1] == peers[2] != peers[3], peers
+
+
+def test_pipelined_post_to_another_origin_is_not_lost(local, web):
+    """A GET to one origin, a POST with a large body to another and a GET
+    to the first again, in one write: the POST waits for the first answer,
+    goes out on a new outbound connection, and every answer comes back in
+    order."""
+    body = os.urandom(200000)
     with sslib.connect(*local.addr) as s:
         s.sendall(b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\n\r\n"
-                  b"GET http://%s:%d/ HTTP/1.1\r\n\r\n" % (web.server_port, NAME.encode(),
-                                                          web.server_port))
+                  b"POST http://%s:%d/up HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s"
+                  b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\nX-N: 3\r\n\r\n"
+                  % (web.server_port, NAME.encode(), web.server_port, len(body), body,
+                     web.server_port))
+        a = json.loads(http_response(s)[2])
         status, head, got = http_response(s)
-        assert status == 200 and json.loads(got)["line"] == "GET /headers HTTP/1.1"
-        state, rest = sslib.wait_closed(s, T(5))
-        assert state == "eof" and rest == b"", (state, rest[:200])
+        assert status == 200 and got == post_answer(body), (head, got)
+        c = json.loads(http_response(s)[2])
+        assert a["line"] == c["line"] == "GET /headers HTTP/1.1" and ["X-N", "3"] in c["fields"]
+        assert a["peer"] != c["peer"]
+
+
+def _origin_answer(method, path):
+    """The scripted origin's answer to one request: each framing a response
+    can have."""
+    tag = b"%s %s" % (method, path)
+    head = method == b"HEAD"
+    if path == b"/chunked":
+        pieces = [b"%s|" % tag, hashlib.sha512(tag).digest() * 50, b"end"]
+        return (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+                + (b"" if head else
+                   b"".join(b"%X;x=y\r\n%s\r\n" % (len(p), p) for p in pieces)
+                   + b"0\r\nX-Trailer: t\r\n\r\n"))
+    if path == b"/204":
+        return b"HTTP/1.1 204 No Content\r\nX-Tag: %s\r\n\r\n" % tag
+    if path == b"/304":
+        return b"HTTP/1.1 304 Not Modified\r\nContent-Length: 5000\r\n\r\n"
+    if path == b"/103":
+        return (b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"
+                b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s"
+                % (len(tag), b"" if head else tag))
+    if path == b"/close":
+        return b"HTTP/1.0 200 OK\r\n\r\n" + tag + b" until the close"
+    return (b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s"
+            % ((1000, b"") if head else (len(tag), tag)))
+
+
+@pytest.fixture
+def scripted():
+    """A loopback origin whose answers to GET/HEAD /chunked, /204, /304, /103
+    and /close each use another framing (all written at once, so the proxy
+    sees them in one piece as well as split); it closes after /close."""
+    lst = socket.socket()
+    lst.bind((sslib.LOOPBACK4, 0))
+    lst.listen(16)
+    stop = threading.Event()
+
+    def serve(conn):
+        buf = b""
+        with conn:
+            while not stop.is_set():
+                while b"\r\n\r\n" not in buf:
+                    more = conn.recv(65536)
+                    if not more:
+                        return
+                    buf += more
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                method, path = head.split(b" ")[:2]
+                conn.sendall(_origin_answer(method, path))
+                if path == b"/close":
+                    return
+
+    def accept():
+        while not stop.is_set():
+            try:
+                conn, _ = lst.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield lst.getsockname()[1]
+    stop.set()
+    lst.close()
+
+
+def read_answer(s, method, path):
+    """Reads exactly the scripted origin's answer to (method, path)."""
+    want = _origin_answer(method, path)
+    if path == b"/close":
+        state, got = sslib.wait_closed(s, T(5))
+        assert state == "eof", state
+        return got == want
+    return sslib.recv_exact(s, len(want)) == want
+
+
+@pytest.mark.parametrize("path", [b"/chunked", b"/204", b"/304", b"/103", b"/len"])
+@pytest.mark.parametrize("method", [b"GET", b"HEAD"])
+@pytest.mark.parametrize("pipelined", [False, True], ids=["apart", "pipelined"])
+def test_switch_after_each_answer_framing(local, web, scripted, path, method, pipelined):
+    """An answer of each framing (chunked with a trailer, 204, 304 with a
+    Content-Length, an interim 103, HEAD's head alone), then a request for
+    another origin: the answer arrives whole and exactly, then the other
+    origin's."""
+    first = b"%s http://127.0.0.1:%d%s HTTP/1.1\r\n\r\n" % (method, scripted, path)
+    second = b"GET http://%s:%d/headers HTTP/1.1\r\n\r\n" % (NAME.encode(), web.server_port)
+    with sslib.connect(*local.addr) as s:
+        s.sendall(first + second if pipelined else first)
+        assert read_answer(s, method, path)
+        if not pipelined:
+            s.sendall(second)
+        status, head, got = http_response(s)
+        assert status == 200 and json.loads(got)["line"] == "GET /headers HTTP/1.1", head
+
+
+def test_answer_until_close_ends_the_connection(local, web, scripted):
+    """An answer whose end is the origin's close: the client gets it whole,
+    then the close; the request held behind it goes nowhere."""
+    with sslib.connect(*local.addr) as s:
+        s.sendall(b"GET http://127.0.0.1:%d/close HTTP/1.1\r\n\r\n"
+                  b"GET http://%s:%d/headers HTTP/1.1\r\n\r\n"
+                  % (scripted, NAME.encode(), web.server_port))
+        assert read_answer(s, b"GET", b"/close")
+
+
+def test_many_pipelined_requests(local, web, scripted):
+    """More requests in one write than the proxy follows at once (32): the
+    rest wait their turn, all answered in order."""
+    paths = [(b"GET", b"/chunked"), (b"HEAD", b"/len"), (b"GET", b"/204"), (b"GET", b"/103")] * 12
+    wire = b"".join(b"%s http://127.0.0.1:%d%s HTTP/1.1\r\n\r\n" % (m, scripted, p)
+                    for m, p in paths)
+    with sslib.connect(*local.addr) as s:
+        s.sendall(wire + b"GET http://%s:%d/headers HTTP/1.1\r\n\r\n"
+                  % (NAME.encode(), web.server_port))
+        for m, p in paths:
+            assert read_answer(s, m, p), (m, p)
+        assert http_response(s)[0] == 200
+
+
+def test_later_connect_opens_a_tunnel(local, web, echo):
+    """A CONNECT after a forwarded request on the same connection: the
+    answer first, then 200 and the tunnel."""
+    with sslib.connect(*local.addr) as s:
+        s.sendall(b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\n\r\n"
+                  b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\nearly" % (web.server_port, echo.port))
+        assert http_response(s)[0] == 200
+        status, head = sslib.http_head(s)
+        assert status == 200 and b"Connection established" in head, head
+        data = os.urandom(50000)
+        s.sendall(data)
+        assert sslib.recv_exact(s, 5 + len(data)) == b"early" + data
+
+
+@pytest.mark.parametrize("bad,status", [
+    (b"GET /relative HTTP/1.1\r\n\r\n", 400),
+    (b"BREW coffee://pot HTTP/1.1\r\n\r\n", 400),
+    (b"GET http://127.0.0.1:%%d/%s HTTP/1.1\r\n\r\n" % (b"a" * 9000), 431),
+])
+def test_later_bad_request_is_answered(local, web, bad, status):
+    """A later request that does not parse: the answers before it, then
+    the refusal, then the end."""
+    if b"%d" in bad:
+        bad = bad % web.server_port
+    with sslib.connect(*local.addr) as s:
+        s.sendall(b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\n\r\n" % web.server_port)
+        s.sendall(bad)
+        assert http_response(s)[0] == 200
+        refused_with(s, status, bad[:40])
 
 
 def test_head_that_grows_when_rewritten(local, web):
@@ -385,15 +557,21 @@ def test_malformed_chunked_body_closes(local, web, echo, body):
 
 
 def test_keep_alive_with_login_each_time(authed, web):
-    """Each request carries the login; one without it ends the connection
-    unanswered."""
+    """Each request carries the login; one without it is answered 407
+    (after the answers before it) and the connection ends."""
     cred = basic(USER, PASS)
     with sslib.connect(*authed.addr) as s:
         a = get_headers(s, web.server_port, cred)
         b = get_headers(s, web.server_port, cred)
         assert a["peer"] == b["peer"]
-        s.sendall(b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\n\r\n" % web.server_port)
-        assert sslib.wait_closed(s, T(5)) == ("eof", b"")
+        s.sendall(b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\n%s\r\n"
+                  b"GET http://127.0.0.1:%d/headers HTTP/1.1\r\n\r\n"
+                  % (web.server_port, cred, web.server_port))
+        assert http_response(s)[0] == 200
+        head = refused_with(s, 407, "a later request without a login")
+        assert b"Proxy-Authenticate: Basic" in head
+    assert wait_for(lambda: "refused: HTTP client sent no proxy login" in authed.program.output(),
+                    T(5)), authed.program.output()
 
 
 def test_keep_alive_bypassed(ss, server, web, tmp_path):

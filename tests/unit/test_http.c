@@ -406,6 +406,121 @@ static void test_field_is_proxy(void **state)
 	assert_false(ss_http_field_is_proxy(S("Proxy-Authenticate")));
 }
 
+/* Feeds the answers to n requests (bit i of heads: the i-th is a HEAD)
+ * whole, in pieces of every size, and byte by byte: each must say the
+ * last one ends at want (0: not at all, the tracker then opaque or
+ * waiting for more). */
+static void check_answers(const uint8_t *p, size_t len, unsigned n, uint32_t heads, size_t want,
+			  bool opaque)
+{
+	for (size_t step = 1; step <= len; step++) {
+		ss_http_resp_t r;
+		size_t off = 0, used = 0, end = 0;
+
+		ss_http_resp_init(&r);
+		for (unsigned i = 0; i < n; i++)
+			assert_true(ss_http_resp_expect(&r, heads >> i & 1));
+		while (off < len) {
+			size_t k = len - off < step ? len - off : step;
+			if (ss_http_resp_feed(&r, p + off, k, &used) == SS_OK) {
+				end = off + used;
+				break;
+			}
+			assert_int_equal(used, k);
+			off += k;
+		}
+		assert_int_equal(end, want);
+		assert_int_equal(ss_http_resp_opaque(&r), opaque);
+		assert_int_equal(ss_http_resp_pending(&r) == 0, want != 0);
+	}
+}
+
+/* The last answer ends junk bytes before the end of lit. */
+#define ANSWERS_END(lit, n, heads, junk)                                                           \
+	check_answers(S(lit), n, heads, sizeof(lit) - 1 - (junk), false)
+/* It does not end in lit: the tracker waits for more, or is opaque. */
+#define ANSWERS_OPEN(lit, n, heads, opaque) check_answers(S(lit), n, heads, 0, opaque)
+
+static void test_answers(void **state)
+{
+	(void)state;
+	static const char two[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+				  "HTTP/1.1 404 Not Found\r\ncontent-length:  3 \r\n\r\nnot";
+	/* Content-Length, two pipelined; bytes after the last answer. */
+	ANSWERS_END("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloJUNK", 1, 0, 4);
+	check_answers((const uint8_t *)two, sizeof(two) - 1, 2, 0, sizeof(two) - 1, false);
+	check_answers((const uint8_t *)two, sizeof(two) - 1, 3, 0, 0, false);
+	/* Chunked, with extensions and a trailer; chunked last after gzip. */
+	ANSWERS_END("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+		    "3;a=b\r\nabc\r\n0\r\nX-T: 1\r\n\r\n+",
+		    1, 0, 1);
+	/* No body: HEAD (whatever its Content-Length), 204, 304. */
+	ANSWERS_END("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+		    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		    2, 1, 0);
+	ANSWERS_END("HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n", 1, 0, 0);
+	ANSWERS_END("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n", 1, 0, 0);
+	/* Interim answers come before the final one; bare LF line ends. */
+	ANSWERS_END("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\nLink: <a>\n\n"
+		    "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+		    1, 0, 0);
+	/* A zero Content-Length, and the same length twice. */
+	ANSWERS_END("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", 1, 0, 0);
+	/* Until the close: no length, a coding not chunked last, 101, and
+	 * heads that do not parse. */
+	ANSWERS_OPEN("HTTP/1.0 200 OK\r\nServer: x\r\n\r\nbody", 1, 0, true);
+	ANSWERS_OPEN(
+	    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 1,
+	    0, true);
+	ANSWERS_OPEN("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked;q=1\r\n\r\n0\r\n\r\n", 1, 0,
+		     true);
+	ANSWERS_OPEN("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n", 1, 0, true);
+	ANSWERS_OPEN("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok", 1, 0,
+		     true);
+	ANSWERS_OPEN("HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok", 1, 0, true);
+	ANSWERS_OPEN("HTTP/1.1 200 OK\r\n Folded: x\r\nContent-Length: 0\r\n\r\n", 1, 0, true);
+	ANSWERS_OPEN("HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n", 1, 0, true);
+	ANSWERS_OPEN("HTTP/2 200\r\nContent-Length: 0\r\n\r\n", 1, 0, true);
+	ANSWERS_OPEN("HTTP/1.1 200\r\n\r\n", 1, 0, true);
+	ANSWERS_OPEN("ICY 200 OK\r\n\r\n", 1, 0, true);
+	ANSWERS_OPEN("HTTP/1.1 200 OK\r\nNo-Colon\r\n\r\n", 1, 0, true);
+	ANSWERS_END("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx", 1, 0, 0);
+	ANSWERS_OPEN("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZ\r\n", 1, 0, true);
+	/* The status line without a reason phrase. */
+	ANSWERS_END("HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n", 1, 0, 0);
+}
+
+static void test_answers_in_flight(void **state)
+{
+	(void)state;
+	ss_http_resp_t r;
+	size_t used = 7;
+
+	ss_http_resp_init(&r);
+	/* Nothing in flight: no byte is an answer. */
+	assert_int_equal(ss_http_resp_feed(&r, S("HTTP/1.1 200 OK\r\n\r\n"), &used), SS_OK);
+	assert_int_equal(used, 0);
+	for (int i = 0; i < SS_HTTP_RESP_MAX; i++)
+		assert_true(ss_http_resp_expect(&r, i == SS_HTTP_RESP_MAX - 1));
+	assert_false(ss_http_resp_expect(&r, false));
+	assert_int_equal(ss_http_resp_pending(&r), SS_HTTP_RESP_MAX);
+	for (int i = 0; i < SS_HTTP_RESP_MAX - 1; i++)
+		assert_int_equal(ss_http_resp_feed(
+				     &r, S("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"), &used),
+				 SS_AGAIN);
+	assert_int_equal(ss_http_resp_pending(&r), 1);
+	/* The last one was a HEAD: its Content-Length has no body. */
+	assert_true(ss_http_resp_expect(&r, false));
+	assert_int_equal(
+	    ss_http_resp_feed(&r, S("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n"), &used),
+	    SS_AGAIN);
+	assert_int_equal(ss_http_resp_pending(&r), 1);
+	assert_int_equal(
+	    ss_http_resp_feed(&r, S("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody"), &used),
+	    SS_OK);
+	assert_int_equal(used, 42);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -424,6 +539,8 @@ int main(void)
 	    cmocka_unit_test(test_basic_login),
 	    cmocka_unit_test(test_encode_status),
 	    cmocka_unit_test(test_field_is_proxy),
+	    cmocka_unit_test(test_answers),
+	    cmocka_unit_test(test_answers_in_flight),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
