@@ -153,6 +153,43 @@ def test_redirect_tcp_libev_server(ss, nets, targets, blob, libev_bin_dir):
         assert echo.wait_for(lambda r: r["peer"][0] in ("10.99.2.1", "fd99:2::1"), T(5))
 
 
+def router_output_rules(port):
+    """docs/router.md's rules for the router's own connections: the output
+    hook, with the proxy's own user (nobody here) left out."""
+    return """
+table inet ssredir
+delete table inet ssredir
+table inet ssredir {
+    chain out {
+        type nat hook output priority -100;
+        meta skuid != "nobody" ip daddr 10.99.2.0/24 meta l4proto tcp redirect to :%d
+        meta skuid != "nobody" ip6 daddr fd99:2::/64 meta l4proto tcp redirect to :%d
+    }
+}
+""" % (port, port)
+
+
+def test_redirect_router_output(ss, nets, targets, blob):
+    """The router's own connections to addresses behind the proxy, caught
+    in the output hook as docs/router.md says; ss-redir and ss-server run
+    as nobody (-a), whose connections the rule lets by."""
+    server, redir, port = start_pair(ss, nets, extra=["-v", "-a", "nobody"],
+                                     server_extra=["-a", "nobody"])
+    nets.nft("rtr", router_output_rules(port))
+    data = blob(200000)
+    for echo, host in zip(targets.tcp, (TGT4, TGT6)):
+        with nets.enter("rtr"):
+            s = socket.create_connection((host, echo.port), timeout=T(10))
+        with s:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            assert _read_all(s) == data, host
+        shown = "[%s]:%d" % (host, echo.port) if ":" in host else "%s:%d" % (host, echo.port)
+        assert "connect %s" % shown in redir.stderr(), redir.stderr()[-2000:]
+        recs = echo.wait_records(1, T(10))
+        assert recs and recs[-1].get("received") == len(data)
+
+
 def test_redirect_not_redirected(ss, nets, targets):
     """A client that connects to ss-redir's own port has no original
     destination: closed with a line that says so; ss-redir goes on."""
@@ -261,6 +298,30 @@ def test_tproxy_udp(ss, policy_routing, blob, method):
         for e in echoes:
             e.close()
     assert "udp" in redir.stderr() and "new association" in redir.stderr()
+
+
+def test_tproxy_udp_libev_server(ss, policy_routing, blob, libev_bin_dir):
+    """Interop: UDP from our ss-redir through shadowsocks-libev's
+    ss-server, both families, answers from the address asked (libev gets
+    --mtu 65535, or it cuts datagrams over about 2 x 1397 bytes)."""
+    import ssudp
+    nets = policy_routing
+    server, redir, port = start_pair(ss, nets, extra=["-u", "-T"], server_impl="libev",
+                                     method="aes-256-gcm", server_extra=["-u", "--mtu", "65535"])
+    nets.nft("rtr", tproxy_rules(port))
+    with nets.enter("tgt"):
+        echoes = [ssudp.UdpEcho(host=h) for h in (TGT4, TGT6)]
+    try:
+        # libev's sockets toward targets do not fragment: datagrams fit
+        # the veth's MTU of 1500.
+        payloads = [blob(n) for n in (1, 700, 1400)]
+        for family, e in ((socket.AF_INET, echoes[0]), (socket.AF_INET6, echoes[1])):
+            for dest, payload, data, src in udp_exchange(nets, family, [e.addr], payloads):
+                assert data == payload and src == dest, (dest, len(data), src)
+            assert e.records and all(r[0][0] in ("10.99.2.1", "fd99:2::1") for r in e.records)
+    finally:
+        for e in echoes:
+            e.close()
 
 
 def test_tproxy_udp_not_redirected(ss, policy_routing):
