@@ -25,6 +25,11 @@
 
 enum { SS_IN = 0, SS_OUT = 1 };
 
+/* The most one read takes from a framed inbound stream (in_framed): what
+ * follows the end of a request waits in the handshake area, with room
+ * left there for a handshake that rewrites a head in place. */
+#define SS_FRAMED_READ (SS_HS_LEN - 64)
+
 typedef enum {
 	SS_XF_COPY,   /* identity */
 	SS_XF_ENCODE, /* plaintext in, the codec's stream out */
@@ -161,7 +166,7 @@ typedef struct ss_handshake_ops {
 	void (*connected)(ss_conn_t *c, int err);
 	/* STREAM, for a connection with in_framed set: n plaintext bytes just
 	 * read from the inbound side (a read in framed mode is at most
-	 * SS_HS_LEN bytes). SS_AGAIN: all of them go on; SS_OK: only the first
+	 * SS_FRAMED_READ bytes). SS_AGAIN: all of them go on; SS_OK: only the first
 	 * *keep do, and the request ends there; the handshake then sets
 	 * in_next (the rest is copied to the handshake area, hs.fill bytes)
 	 * or in_over (the rest, and whatever the inbound side sends after, is

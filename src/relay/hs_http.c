@@ -170,7 +170,7 @@ int ss_hs_http_next(ss_conn_t *c)
 
 	/* As for a first request: a held one goes through ss_hs_http_inbound. */
 	if (r == SS_AGAIN) {
-		if (c->hs.fill == SS_HS_READ_CAP)
+		if (c->hs.fill >= SS_HS_READ_CAP)
 			return http_hold(c, HTTP_HOLD_431);
 		do
 			got = read(c->side[SS_IN].fd, hs + c->hs.fill, SS_HS_READ_CAP - c->hs.fill);
@@ -193,7 +193,7 @@ int ss_hs_http_next(ss_conn_t *c)
 		ss_conn_touch(c);
 		r = ss_http_parse_request(hs, c->hs.fill, &req);
 		if (r == SS_AGAIN)
-			return c->hs.fill == SS_HS_READ_CAP ? http_hold(c, HTTP_HOLD_431)
+			return c->hs.fill >= SS_HS_READ_CAP ? http_hold(c, HTTP_HOLD_431)
 							    : SS_AGAIN;
 	}
 	if (r == SS_ERR)

@@ -18,6 +18,7 @@
  * head is rewritten in place, up to SS_HTTP_REWRITE_GROWTH bytes longer,
  * with whatever came after it (its body, the next requests) still behind. */
 #define SS_HS_READ_CAP (SS_HS_CAP - SS_HTTP_REWRITE_GROWTH)
+_Static_assert(SS_FRAMED_READ <= SS_HS_READ_CAP, "a framed read's rest fits a first read");
 
 /* Sub-states (c->hs.stage). STAGE_LOGIN only when users are configured
  * (RFC 1929); a request is read only after a successful login then. */

@@ -191,12 +191,12 @@ static int pump_after_flush(ss_conn_t *c, int d)
 }
 
 /* A framed inbound stream (in_framed) is read into one run, at most
- * SS_HS_LEN bytes: slot 0 behind the lead bytes, or the buffer's front,
- * both clear of the handshake area. */
+ * SS_FRAMED_READ bytes: slot 0 behind the lead bytes, or the buffer's
+ * front, both clear of the handshake area. */
 static uint8_t *pump_framed_run(ss_conn_t *c, uint8_t *buf, size_t *len)
 {
 	ss_dir_t *dir = &c->dir[SS_IN];
-	size_t room = SS_HS_LEN;
+	size_t room = SS_FRAMED_READ;
 
 	if (dir->xf == SS_XF_ENCODE) {
 		size_t slot0 =
