@@ -574,9 +574,9 @@ def test_keep_alive_with_login_each_time(authed, web):
                     T(5)), authed.program.output()
 
 
-def test_keep_alive_bypassed(ss, server, web, tmp_path):
+def test_keep_alive_bypassed(ss, server, web, scripted, tmp_path):
     """Bypassed by the ACL (copied, never spliced, while framed): kept alive
-    the same way."""
+    the same way, and a new direct connection for another origin."""
     acl = tmp_path / "bypass.acl"
     acl.write_text("[bypass_all]\n")
     local = ss.local(server, extra=["--acl", str(acl)])
@@ -588,6 +588,10 @@ def test_keep_alive_bypassed(ss, server, web, tmp_path):
         assert http_response(s)[2] == post_answer(body)
         b = get_headers(s, web.server_port)
         assert a["peer"] == b["peer"]
+        s.sendall(b"GET http://127.0.0.1:%d/204 HTTP/1.1\r\n\r\n" % scripted)
+        assert read_answer(s, b"GET", b"/204")
+        c = get_headers(s, web.server_port)
+        assert c["peer"] != b["peer"]
 
 
 def test_upgrade_passes_everything_after(local, echo):
@@ -605,7 +609,7 @@ def test_upgrade_passes_everything_after(local, echo):
 
 
 @pytest.mark.parametrize("method", ["none", "2022-blake3-aes-256-gcm", "chacha20-ietf-poly1305", sslib.DEFAULT_METHOD])
-def test_forwarded_requests_with_every_codec(ss, web, method):
+def test_forwarded_requests_with_every_codec(ss, web, scripted, method):
     """Pipelined and kept-alive forwarded requests, a body of several reads
     and a CONNECT tunnel, with each kind of codec behind the proxy (none
     holds the whole relay buffer as one slot, over the handshake area)."""
@@ -621,6 +625,11 @@ def test_forwarded_requests_with_every_codec(ss, web, method):
         assert status == 200 and got == post_answer(body), (head, got)
         assert json.loads(http_response(s)[2])["line"] == "GET /headers HTTP/1.1"
         assert get_headers(s, web.server_port, b"X-N: 3\r\n")["line"] == "GET /headers HTTP/1.1"
+        # Another origin and back: each time a new outbound leg, codec
+        # state and all.
+        s.sendall(b"GET http://127.0.0.1:%d/chunked HTTP/1.1\r\n\r\n" % scripted)
+        assert read_answer(s, b"GET", b"/chunked")
+        assert get_headers(s, web.server_port)["line"] == "GET /headers HTTP/1.1"
     r = run_curl(["-p", "-x", proxy_url(local), "http://127.0.0.1:%d/" % web.server_port])
     assert r.returncode == 0, r.stderr.decode()
     assert r.stdout == web.blob
