@@ -161,7 +161,8 @@ int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_soc
 			}
 		}
 	}
-	if (ss_sockaddr_is_loopback(addr))
+	bool loopback = ss_sockaddr_is_loopback(addr);
+	if (loopback)
 		ss_sock_loopback_cc(fd);
 	int rc = connect(fd, addr, len);
 	if (rc < 0 && errno != EINPROGRESS) {
@@ -180,7 +181,7 @@ int ss_sock_connect_tcp(const struct sockaddr *addr, socklen_t len, const ss_soc
 	/* A second connect tells how the first one ended: 0 (or EISCONN) once
 	 * established, EALREADY while the handshake runs, or the error it
 	 * failed with. */
-	if (ss_sockaddr_is_loopback(addr)) {
+	if (loopback) {
 		if (connect(fd, addr, len) == 0 || errno == EISCONN) {
 			*done = true;
 		} else if (errno != EALREADY && errno != EINPROGRESS && errno != EINTR) {
