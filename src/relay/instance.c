@@ -519,10 +519,18 @@ static int instance_server_entry(struct ss_instance *inst, const char *host, uin
 
 	if (!cfg->plugin[0])
 		return instance_listen(inst, host, port, tcp, udp, err, errlen);
-	if ((rc = instance_plugin(inst, cfg->plugin, cfg->plugin_opts, host, port, cfg->plugin_tcp,
-				  cfg->plugin_udp, err, errlen)) < 0)
-		return rc;
-	lo = (struct sockaddr_in *)ss_plugin_local(&inst->plugins[inst->n_plugins - 1], &len);
+	if (inst->first) {
+		/* The first worker runs the plugin; this one listens beside it
+		 * on the plugin's side. */
+		lo = (struct sockaddr_in *)ss_plugin_local(
+		    &inst->first->plugins[inst->n_shared_plugins++], &len);
+	} else {
+		if ((rc = instance_plugin(inst, cfg->plugin, cfg->plugin_opts, host, port,
+					  cfg->plugin_tcp, cfg->plugin_udp, err, errlen)) < 0)
+			return rc;
+		lo = (struct sockaddr_in *)ss_plugin_local(&inst->plugins[inst->n_plugins - 1],
+							   &len);
+	}
 	if ((ptcp || pudp) && (rc = instance_listen(inst, "127.0.0.1", ntohs(lo->sin_port), ptcp,
 						    pudp, err, errlen)) < 0)
 		return rc;
@@ -552,6 +560,20 @@ static int instance_client_entry(struct ss_instance *inst, size_t i, char *err, 
 int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t **out, char *err,
 		       size_t errlen)
 {
+	return ss_instance_create_worker(cfg, loop, 0, 1, NULL, out, err, errlen);
+}
+
+/* A worker's share of a total: n / count, rounded up, at least 1. */
+static size_t instance_share(size_t n, unsigned count)
+{
+	n = (n + count - 1) / count;
+	return n ? n : 1;
+}
+
+int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsigned index,
+			      unsigned count, struct ss_instance *first, ss_instance_t **out,
+			      char *err, size_t errlen)
+{
 	struct ss_instance *inst;
 	bool udp = cfg->mode != SS_MODE_TCP_ONLY;
 	/* ss-local keeps TCP for SOCKS5 even in udp_only: UDP ASSOCIATE needs it. */
@@ -573,6 +595,14 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 		return -EIO;
 	}
 	budget = instance_budget(cfg, tcp, udp);
+	if (count == 0 || (index > 0) != (first != NULL) || index >= count) {
+		snprintf(err, errlen, "bad worker %u of %u", index, count);
+		return -EINVAL;
+	}
+	/* The limits are the program's: each worker takes its share. */
+	budget.conns = instance_share(budget.conns, count);
+	if (udp)
+		budget.udp = instance_share(budget.udp, count);
 	max_conns = budget.conns;
 	inst = calloc(1, sizeof(*inst));
 	if (!inst) {
@@ -581,10 +611,14 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	}
 	inst->cfg = cfg;
 	inst->loop = loop;
+	inst->worker = index;
+	inst->workers = count;
+	inst->first = first;
 	ev_timer_init(&inst->kick, instance_kick_cb, 0., 0.);
 	inst->kick.data = inst;
 	inst->splice_ok =
-	    ss_splice_supported() && ss_pipe_pool_init(&inst->pipes, NULL, SPLICE_PIPES) == 0;
+	    ss_splice_supported() &&
+	    ss_pipe_pool_init(&inst->pipes, NULL, instance_share(SPLICE_PIPES, count)) == 0;
 	inst->be = ss_crypto_default();
 	inst->ops = cfg->prog == SS_PROG_SERVER   ? &ss_hs_server
 		    : cfg->prog == SS_PROG_TUNNEL ? &ss_hs_tunnel
@@ -594,7 +628,8 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->connect_timeout = inst->timeout < 10 ? inst->timeout : 10;
 	inst->sockopts =
 	    (ss_sockopts_t){.fast_open = cfg->fast_open,
-			    .reuse_port = cfg->reuse_port,
+			    /* Workers listen on the same addresses side by side. */
+			    .reuse_port = cfg->reuse_port || count > 1,
 			    .no_delay = cfg->no_delay,
 			    .mptcp = cfg->mptcp,
 			    .transparent = cfg->prog == SS_PROG_REDIR && cfg->tcp_tproxy};
@@ -614,8 +649,15 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 			    : "answers that failed to authenticate");
 
 	if (cfg->prog == SS_PROG_SERVER) {
-		if ((rc = ss_codec_setup(&inst->codec, cfg, inst->be, true, err, errlen)) < 0)
+		/* One set of replay pools for all workers: a salt is refused
+		 * whichever worker it reaches. */
+		rc = first ? ss_codec_setup_shared(&inst->codec, cfg, inst->be, &first->codec, err,
+						   errlen)
+			   : ss_codec_setup(&inst->codec, cfg, inst->be, true, err, errlen);
+		if (rc < 0)
 			goto fail;
+		if (!first && count > 1)
+			ss_codec_share_pools(&inst->codec);
 		ss_instance_codec_class(inst, &inst->codec);
 	} else if ((rc = ss_servers_init(&inst->servers, inst, err, errlen)) < 0) {
 		goto fail;
@@ -634,10 +676,10 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	if (cfg->acl[0] && (rc = instance_setup_acl(inst, err, errlen)) < 0)
 		goto fail;
 
-	if (udp && budget.udp < (size_t)cfg->udp_max_assoc)
+	if (udp && index == 0 && budget.udp * count < (size_t)cfg->udp_max_assoc)
 		ss_info("at most %zu UDP associations and %zu connections at once under the "
 			"open-file limit of %lu (-n/nofile raises it)",
-			budget.udp, budget.conns, budget.limit);
+			budget.udp * count, budget.conns * count, budget.limit);
 	if (udp && (rc = ss_udp_init(&inst->udp, inst, budget.udp, err, errlen)) < 0)
 		goto fail;
 	if (cfg->prog == SS_PROG_SERVER) {

@@ -91,7 +91,23 @@ struct ss_instance {
 	ss_stats_t stats;
 	ss_refused_t refused; /* refused clients (server), unauthenticated answers (clients) */
 	bool stopping;
+	/* --workers: this is worker `worker` of `workers`, each a loop on a
+	 * thread of its own; first is worker 0's instance (NULL in worker 0),
+	 * whose replay pools and plugins the others share. */
+	unsigned worker, workers;
+	struct ss_instance *first;
+	size_t n_shared_plugins; /* first's plugins taken so far (listen addresses) */
 };
+
+/* As ss_instance_create, for worker index of count (relay/workers.h):
+ * first is worker 0's instance (NULL for worker 0 itself), created before
+ * and destroyed after this one. The limits and pools of cfg are split
+ * between the workers; the listeners set SO_REUSEPORT when count > 1, so
+ * the kernel spreads connections and UDP flows (by their addresses) over
+ * them; plugins and replay pools are the first worker's. */
+int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsigned index,
+			      unsigned count, struct ss_instance *first, ss_instance_t **out,
+			      char *err, size_t errlen);
 
 /* ss-server with an ACL: whether a client at sa may connect (TCP) or send
  * (UDP). */
