@@ -481,6 +481,14 @@ int ss_cfg_finish(ss_config_t *cfg, char *err, size_t errlen)
 	if (finish_users(cfg, err, errlen) != 0 || ss_cfg_finish_servers(cfg, err, errlen) != 0 ||
 	    ss_cfg_finish_socks(cfg, err, errlen) != 0)
 		return -EINVAL;
+	/* SOCKS5 UDP ASSOCIATE ties a client's datagrams to its connection,
+	 * which one worker holds while the kernel may hand the datagrams to
+	 * another. */
+	if (cfg->prog == SS_PROG_LOCAL && cfg->workers > 1 && cfg->mode != SS_MODE_TCP_ONLY)
+		return ss_cfg_err(err, errlen,
+				  "--workers %d: ss-local relays UDP (SOCKS5 UDP ASSOCIATE) with "
+				  "one worker",
+				  cfg->workers);
 	/* A client's plugin is one process its servers' health follows on
 	 * one loop: a client with plugins runs one worker. */
 	for (size_t i = 0; client && cfg->workers > 1 && i < cfg->n_servers; i++)

@@ -218,3 +218,27 @@ def test_client_plugin_runs_one_worker(ss):
                                "-m", "aes-256-gcm", "--plugin", "true", "--workers", "2"])
     assert rc == 1
     assert "a client with a plugin (server 1) runs one worker" in p.stderr()
+
+
+def test_local_udp_runs_one_worker(ss):
+    rc, p = ss.run("ss-local", ["-s", "127.0.0.1", "-p", "8388", "-k", "x", "-l", "1080",
+                               "-m", "aes-256-gcm", "-u", "--workers", "2"])
+    assert rc == 1
+    assert "ss-local relays UDP (SOCKS5 UDP ASSOCIATE) with one worker" in p.stderr()
+
+
+def test_tunnel_and_local_with_workers(ss, echo):
+    server = _server(ss)
+    local = ss.local(server, extra=["--workers", "2", "-v"])
+    tunnel = ss.tunnel(server, echo.addr, extra=["--workers", "2", "-v"])
+    for _ in range(30):
+        with sslib.socks5_connect(local.addr, *echo.addr) as s:
+            sslib.small_exchange(s, 500)
+        with sslib.connect(*tunnel.addr) as s:
+            sslib.small_exchange(s, 500)
+    for c in (local, tunnel):
+        took = [line for line in c.program.stderr().splitlines() if "listening" not in line]
+        for w in ("[w0] ", "[w1] "):
+            assert any(w in line for line in took), "%s: nothing on %s" % (c.program.name, w)
+    # And the probe that saw the tunnel listening.
+    assert echo.accepted == 61
