@@ -42,7 +42,11 @@ void ss_workers_log_stats(const ss_instance_t *inst)
 static void *workers_run(void *arg)
 {
 	ss_worker_t *w = arg;
+	char name[16];
 
+	/* For top -H and the tests: which threads are workers. */
+	snprintf(name, sizeof(name), "ss-worker-%u", w->index);
+	pthread_setname_np(pthread_self(), name);
 	ss_log_set_worker((int)w->index);
 	ev_run(w->loop, 0);
 	ss_workers_log_stats(w->inst);
