@@ -172,7 +172,7 @@ void ss_log(ss_log_level_t level, const char *fmt, ...)
 
 	if (!ss_log_enabled(level))
 		return;
-	if (log_worker >= 0)
+	if (log_worker >= 0 && log_sink.verbosity > 0)
 		mark = (size_t)snprintf(line, sizeof(line), "[w%d] ", log_worker);
 	va_start(ap, fmt);
 	vsnprintf(line + mark, sizeof(line) - mark, fmt, ap);

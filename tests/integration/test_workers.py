@@ -12,6 +12,7 @@ SIGTERM stops every worker; bad values are refused."""
 import json
 import os
 import re
+import time
 
 import pytest
 
@@ -155,10 +156,18 @@ def _threads(pid):
     return 1 + sum(n.startswith("ss-worker-") for n in names)
 
 
+def _settled_threads(pid, want):
+    """The thread count once it is want, or what it is after a while (the
+    listeners open before the worker threads start)."""
+    sslib.wait_for(lambda: _threads(pid) == want, T(5))
+    time.sleep(0.1)
+    return _threads(pid)
+
+
 def test_sigterm_stops_every_worker(ss, echo):
     server = _server(ss, workers=4)
     pid = server.program.pid
-    assert _threads(pid) == 4
+    assert _settled_threads(pid, 4) == 4
     local = ss.local(server)
     # Connections held open on several workers while the signal comes.
     held = [sslib.socks5_connect(local.addr, *echo.addr) for _ in range(12)]
@@ -178,7 +187,7 @@ def test_sigterm_stops_every_worker(ss, echo):
 
 def test_one_worker_is_one_thread(ss, echo):
     server = _server(ss, workers=1)
-    assert _threads(server.program.pid) == 1
+    assert _settled_threads(server.program.pid, 1) == 1
     local = ss.local(server)
     with sslib.socks5_connect(local.addr, *echo.addr) as s:
         sslib.small_exchange(s, 100)
@@ -189,9 +198,10 @@ def test_one_worker_is_one_thread(ss, echo):
 def test_default_workers(ss, echo):
     """ss-server: one per online CPU; the clients: one."""
     server = ss.server(extra=["-v"])
-    assert _threads(server.program.pid) == min(256, os.sysconf("SC_NPROCESSORS_ONLN"))
+    cpus = min(256, os.sysconf("SC_NPROCESSORS_ONLN"))
+    assert _settled_threads(server.program.pid, cpus) == cpus
     local = ss.local(server)
-    assert _threads(local.program.pid) == 1
+    assert _settled_threads(local.program.pid, 1) == 1
 
 
 @pytest.mark.parametrize("bad", ("0", "300", "x", "", "2.5", "-1"))
@@ -216,7 +226,7 @@ def test_workers_key_in_json(ss, tmp_path, echo):
     conf = tmp_path / "w.json"
     conf.write_text(json.dumps({"workers": 3}))
     server = ss.server(extra=["-c", str(conf)])
-    assert _threads(server.program.pid) == 3
+    assert _settled_threads(server.program.pid, 3) == 3
 
 
 def test_client_plugin_runs_one_worker(ss):
