@@ -71,6 +71,9 @@ def run_once(server_exe, workers, tunnel_exe, ssload, method, cfg, logdir):
     with open(os.path.join(logdir, "ss-server.log"), errors="replace") as f:
         for m in WORKER_LINE.finditer(f.read()):
             shares[int(m.group(1))] = int(m.group(3))
+    if workers > 1 and sorted(shares) != list(range(workers)):
+        raise bench.BenchError(f"ss-server --workers {workers} logged the bytes of workers "
+                               f"{sorted(shares)}")
     return {"mb_s": cfg.bytes / wall / 1e6,
             "server_s_gb": cpu["server"] / (cfg.bytes / bench.GB),
             "tunnel_s_gb": cpu["tunnel"] / (cfg.bytes / bench.GB),
