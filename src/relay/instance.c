@@ -162,6 +162,97 @@ static void instance_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	instance_pause(w->data, false);
 }
 
+/* --workers: the worker with the fewest connections, if this one has more
+ * than one more than it, and room for another there. */
+static struct ss_instance *instance_lighter(struct ss_instance *inst)
+{
+	unsigned mine = atomic_load_explicit(&inst->load, memory_order_relaxed), least = mine;
+	struct ss_instance *to = NULL;
+
+	for (unsigned i = 0; i < inst->workers; i++) {
+		struct ss_instance *p = inst->peers[i];
+		unsigned l = atomic_load_explicit(&p->load, memory_order_relaxed);
+		if (p != inst && l < least && l + 2 < p->conns.cap) {
+			least = l;
+			to = p;
+		}
+	}
+	return least + 1 < mine ? to : NULL;
+}
+
+/* Hands the accepted fd to a lighter worker; false: this one keeps it. */
+static bool instance_hand_off(struct ss_instance *inst, int fd, const struct sockaddr *peer,
+			      socklen_t len)
+{
+	struct ss_instance *to = instance_lighter(inst);
+	ss_handoff_t *h;
+	bool queued = false;
+
+	if (!to)
+		return false;
+	h = &to->handoff;
+	pthread_mutex_lock(&h->lock);
+	if (h->n < SS_HANDOFF_SLOTS) {
+		unsigned i = (h->head + h->n++) % SS_HANDOFF_SLOTS;
+		h->q[i].fd = fd;
+		h->q[i].len = len < sizeof(h->q[i].peer) ? len : sizeof(h->q[i].peer);
+		memcpy(&h->q[i].peer, peer, h->q[i].len);
+		queued = true;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (!queued)
+		return false;
+	ss_instance_load(to, 1);
+	ev_async_send(to->loop, &h->wake);
+	return true;
+}
+
+/* Takes the next connection handed over, or returns false. */
+static bool instance_handoff_pop(struct ss_instance *inst, int *fd, struct sockaddr_storage *peer,
+				 socklen_t *len)
+{
+	ss_handoff_t *h = &inst->handoff;
+	bool got = false;
+
+	pthread_mutex_lock(&h->lock);
+	if (h->n) {
+		*fd = h->q[h->head].fd;
+		*len = h->q[h->head].len;
+		memcpy(peer, &h->q[h->head].peer, *len);
+		h->head = (h->head + 1) % SS_HANDOFF_SLOTS;
+		h->n--;
+		got = true;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return got;
+}
+
+static void instance_handoff_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	struct ss_instance *inst = w->data;
+	struct sockaddr_storage peer;
+	socklen_t len;
+	int fd;
+	(void)loop;
+	(void)revents;
+
+	while (instance_handoff_pop(inst, &fd, &peer, &len)) {
+		/* Counted by the worker that handed it over; ss_conn_accept
+		 * counts it as open. */
+		ss_instance_load(inst, -1);
+		if (inst->stopping)
+			close(fd);
+		else
+			ss_conn_accept(inst, fd, (struct sockaddr *)&peer, len);
+	}
+}
+
+void ss_instance_set_peers(struct ss_instance **all, unsigned count)
+{
+	for (unsigned i = 0; i < count; i++)
+		all[i]->peers = all;
+}
+
 static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	ss_listener_t *l = (ss_listener_t *)w;
@@ -214,6 +305,8 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			close(fd);
 			continue;
 		}
+		if (inst->peers && instance_hand_off(inst, fd, (struct sockaddr *)&peer, plen))
+			continue;
 		ss_conn_accept(inst, fd, (struct sockaddr *)&peer, plen);
 	}
 }
@@ -614,6 +707,11 @@ int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsi
 	inst->worker = index;
 	inst->workers = count;
 	inst->first = first;
+	pthread_mutex_init(&inst->handoff.lock, NULL);
+	ev_async_init(&inst->handoff.wake, instance_handoff_cb);
+	inst->handoff.wake.data = inst;
+	if (count > 1)
+		ev_async_start(loop, &inst->handoff.wake);
 	ev_timer_init(&inst->kick, instance_kick_cb, 0., 0.);
 	inst->kick.data = inst;
 	inst->splice_ok =
@@ -726,6 +824,9 @@ void ss_instance_stop(ss_instance_t *inst)
 		if (c->inst == inst && c->state != SS_CONN_CLOSED && c->side[SS_IN].fd >= 0)
 			ss_conn_close(c, NULL);
 	}
+	/* Connections handed over and not yet taken end with the rest. */
+	instance_handoff_cb(inst->loop, &inst->handoff.wake, 0);
+	ev_async_stop(inst->loop, &inst->handoff.wake);
 	ss_servers_stop(&inst->servers);
 	/* Lookups in flight finish with ECANCELED, while their owners still stand. */
 	ss_resolver_free(&inst->resolver);
@@ -754,6 +855,8 @@ void ss_instance_destroy(ss_instance_t *inst)
 			ss_conn_slot_free(c);
 	}
 	ev_prepare_stop(inst->loop, &inst->reaper);
+	instance_handoff_cb(inst->loop, &inst->handoff.wake, 0); /* handed over since: closed */
+	pthread_mutex_destroy(&inst->handoff.lock);
 	ss_pipe_pool_destroy(&inst->pipes);
 	ss_acl_free(inst->acl);
 	ss_codec_free(&inst->codec);

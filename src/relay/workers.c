@@ -91,6 +91,16 @@ int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, ss_instance_t *f
 		w->stop.data = w;
 		ev_async_start(w->loop, &w->stop);
 	}
+	ws->all = calloc(n + 1, sizeof(*ws->all));
+	if (!ws->all) {
+		snprintf(err, errlen, "out of memory for %u workers", n + 1);
+		ss_workers_destroy(ws);
+		return -ENOMEM;
+	}
+	ws->all[0] = first;
+	for (unsigned i = 0; i < n; i++)
+		ws->all[i + 1] = ws->w[i].inst;
+	ss_instance_set_peers(ws->all, n + 1);
 	return 0;
 }
 
@@ -150,6 +160,10 @@ void ss_workers_destroy(ss_workers_t *ws)
 		if (w->loop)
 			ev_loop_destroy(w->loop);
 	}
+	/* Worker 0's instance outlives this: it must not look for the others. */
+	if (ws->all)
+		ws->all[0]->peers = NULL;
+	free(ws->all);
 	free(ws->w);
 	memset(ws, 0, sizeof(*ws));
 }

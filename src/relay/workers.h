@@ -27,6 +27,7 @@ typedef struct ss_worker {
 typedef struct ss_workers {
 	ss_worker_t *w; /* workers 1..n */
 	unsigned n;
+	ss_instance_t **all; /* worker 0's instance, then theirs (ss_instance_set_peers) */
 } ss_workers_t;
 
 /* Workers 1..cfg->workers-1 beside first (worker 0, created with

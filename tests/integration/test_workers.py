@@ -60,6 +60,28 @@ def test_connections_spread_over_workers(ss, echo):
     assert echo.accepted == n
 
 
+def test_held_connections_shared_evenly(ss, echo):
+    """Connections held open are shared out whatever the kernel's hash
+    does: a worker that accepts one while it holds more than one more than
+    another hands it over, so with 16 held the workers differ by at most 2."""
+    server = _server(ss)
+    local = ss.local(server)
+    held = []
+    try:
+        for _ in range(16):
+            s = sslib.socks5_connect(local.addr, *echo.addr)
+            sslib.small_exchange(s, 100)
+            held.append(s)
+        took = [w for w, kind, port, rest in _lines(server.program)
+                if rest.startswith("connect")]
+        assert len(took) == 16
+        assert abs(took.count(0) - took.count(1)) <= 2, "workers hold %d and %d" % (
+            took.count(0), took.count(1))
+    finally:
+        for s in held:
+            s.close()
+
+
 def test_bulk_bytes_whole_with_workers(ss, echo, blob):
     server = _server(ss, method="chacha20-ietf-poly1305")
     local = ss.local(server)
