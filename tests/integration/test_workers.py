@@ -280,3 +280,32 @@ def test_tunnel_and_local_with_workers(ss, echo):
             assert any(w in line for line in took), "%s: nothing on %s" % (c.program.name, w)
     # And the probe that saw the tunnel listening.
     assert echo.accepted == 61
+
+
+def test_check_names_the_workers(ss):
+    rc, p = ss.run("ss-server", ["-s", "127.0.0.1", "-p", "8388", "-k", "x", "-m", "aes-256-gcm",
+                                "--workers", "3", "--check"])
+    assert rc == 0, p.describe()
+    assert "workers: 3, each a loop on a thread of its own" in p.stdout()
+
+
+def test_daemon_with_workers(ss, tmp_path, echo):
+    """-f: the threads start in the daemon, after its fork; the PID file
+    names it, SIGTERM stops it and every worker."""
+    pidfile = tmp_path / "ss.pid"
+    port = sslib.free_port()
+    pw = sslib.random_password()
+    rc, p = ss.run("ss-server", ["-s", "127.0.0.1", "-p", str(port), "-k", pw,
+                                "-m", "aes-256-gcm", "--workers", "2", "-f", str(pidfile)])
+    assert rc == 0, p.describe()
+    pid = int(pidfile.read_text())
+    try:
+        assert _settled_threads(pid, 2) == 2
+        srv = sslib.Server(None, "127.0.0.1", port, "aes-256-gcm", pw)
+        local = ss.local(srv)
+        for _ in range(6):
+            with sslib.socks5_connect(local.addr, *echo.addr) as s:
+                sslib.small_exchange(s, 300)
+    finally:
+        os.kill(pid, 15)
+    assert sslib.wait_for(lambda: not sslib.alive(pid), T(10)), "the daemon did not stop"
