@@ -39,8 +39,9 @@
  * PR_SET_PDEATHSIG); on libev's default loop its exit comes through an
  * ev_child watcher, on any other through a pidfd, so no SIGCHLD handler of
  * ours is installed. ss_program_main is a whole program (signals, daemon,
- * user switch, libev's allocator): call it once per process, on its main
- * thread.
+ * user switch, libev's allocator, and with "workers" above 1 threads of its
+ * own, each running an instance on a loop of its own): call it once per
+ * process, on its main thread.
  */
 
 #include <stddef.h>

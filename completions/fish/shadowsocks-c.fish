@@ -52,6 +52,7 @@ for prog in ss-local ss-server ss-tunnel ss-redir
     complete -c $prog -l plugin-mode -x -a 'tcp_only tcp_and_udp udp_only' -d 'What goes through the plugin'
     complete -c $prog -l udp-timeout -x -d 'UDP association idle timeout in seconds'
     complete -c $prog -l udp-max-associations -x -d 'Most UDP associations at once'
+    complete -c $prog -l workers -x -d 'Loops, each on a thread of its own'
 end
 complete -c ss-server -s s -x -d 'Address to listen on'
 complete -c ss-server -l print-url -d 'Print the ss:// URL and QR code a client needs'

@@ -43,12 +43,11 @@ void ss_codec_setup_client(ss_codec_t *k, const ss_method_t *method, const uint8
 	codec_pick(k);
 }
 
-int ss_codec_setup(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backend_t *be,
-		   bool server, char *err, size_t errlen)
+static int codec_setup_server(ss_codec_t *k, const ss_config_t *cfg, bool server, char *err,
+			      size_t errlen)
 {
 	int rc;
 
-	ss_codec_setup_client(k, cfg->method, cfg->key, &cfg->psks, be);
 	k->server = server;
 	if (server && k->ops->server_setup &&
 	    (rc = k->ops->server_setup(k, cfg, err, errlen)) < 0) {
@@ -58,10 +57,43 @@ int ss_codec_setup(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backen
 	return 0;
 }
 
+int ss_codec_setup(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backend_t *be,
+		   bool server, char *err, size_t errlen)
+{
+	ss_codec_setup_client(k, cfg->method, cfg->key, &cfg->psks, be);
+	return codec_setup_server(k, cfg, server, err, errlen);
+}
+
+int ss_codec_setup_shared(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backend_t *be,
+			  const ss_codec_t *share, char *err, size_t errlen)
+{
+	ss_codec_setup_client(k, cfg->method, cfg->key, &cfg->psks, be);
+	k->share = share;
+	return codec_setup_server(k, cfg, true, err, errlen);
+}
+
+ss_saltpool_t *ss_codec_replay_pool(ss_codec_t *k, int i, size_t capacity, uint64_t ttl)
+{
+	ss_saltpool_t *p = &k->own[i];
+
+	if (k->share)
+		return i ? k->share->udp_pool : k->share->pool;
+	if ((ttl ? ss_saltpool_init(p, capacity, ttl) : ss_saltpool_init_fifo(p, capacity)) < 0)
+		return NULL;
+	return p;
+}
+
+void ss_codec_share_pools(ss_codec_t *k)
+{
+	ss_saltpool_share(&k->own[0]);
+	ss_saltpool_share(&k->own[1]);
+}
+
 void ss_codec_free(ss_codec_t *k)
 {
-	ss_saltpool_free(&k->pool);
-	ss_saltpool_free(&k->udp_pool);
+	ss_saltpool_free(&k->own[0]);
+	ss_saltpool_free(&k->own[1]);
+	k->pool = k->udp_pool = NULL;
 	ss_2022_users_free(&k->users);
 }
 

@@ -155,7 +155,11 @@ typedef struct ss_codec {
 	 * connections whose first chunk authenticated, and apart from them
 	 * those of datagrams that opened; SIP022: the request salts of the last
 	 * 60 s, its datagrams carrying session and packet ids instead) */
-	ss_saltpool_t pool, udp_pool;
+	ss_saltpool_t *pool, *udp_pool; /* NULL: none */
+	ss_saltpool_t own[2];           /* this codec's TCP and UDP pools, if it made them */
+	/* Another server codec whose replay pools this one uses (workers after
+	 * the first use the first's): a salt is refused whichever sees it. */
+	const struct ss_codec *share;
 	ss_2022_users_t users; /* SIP022 server with "users" */
 } ss_codec_t;
 
@@ -284,6 +288,17 @@ extern const ss_codec_ops_t ss_codec_none; /* no encryption */
  * k. 0 or -errno with err holding one line. */
 int ss_codec_setup(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backend_t *be,
 		   bool server, char *err, size_t errlen);
+/* As ss_codec_setup for a server, with share's replay pools instead of
+ * pools of its own (share outlives k; ss_codec_share_pools made them safe
+ * for threads first). */
+int ss_codec_setup_shared(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backend_t *be,
+			  const ss_codec_t *share, char *err, size_t errlen);
+/* Lets codecs on other threads use k's replay pools (ss_saltpool_share). */
+void ss_codec_share_pools(ss_codec_t *k);
+/* For a server's setup: its replay pool i (0: TCP, 1: UDP), the shared
+ * codec's or a new one of capacity salts kept ttl seconds (0: the last
+ * capacity salts, first in first out). NULL when it cannot be reserved. */
+ss_saltpool_t *ss_codec_replay_pool(ss_codec_t *k, int i, size_t capacity, uint64_t ttl);
 /* A client's codec for method with key (and a 2022 method's psks), which
  * must outlive k: each server of ss-local and ss-tunnel has its own. */
 void ss_codec_setup_client(ss_codec_t *k, const ss_method_t *method, const uint8_t *key,

@@ -32,7 +32,7 @@ static int c22_server_setup(ss_codec_t *k, const ss_config_t *cfg, char *err, si
 {
 	int rc;
 
-	if (ss_saltpool_init(&k->pool, (size_t)cfg->replay_capacity, SS_2022_SALT_TTL) < 0)
+	if (!(k->pool = ss_codec_replay_pool(k, 0, (size_t)cfg->replay_capacity, SS_2022_SALT_TTL)))
 		return ss_codec_pool_error(cfg, err, errlen);
 	if (!cfg->n_users)
 		return 0;
@@ -67,7 +67,7 @@ static void c22_start(ss_codec_t *k, void *enc, void *dec)
 {
 	(void)enc;
 	if (k->server)
-		ss_2022_dec_start_server(dec, k->key, c22_users(k), &k->pool);
+		ss_2022_dec_start_server(dec, k->key, c22_users(k), k->pool);
 }
 
 static int c22_bind(ss_codec_t *k, const void *req, void *other)

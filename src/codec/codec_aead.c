@@ -14,8 +14,8 @@ static int aead_server_setup(ss_codec_t *k, const ss_config_t *cfg, char *err, s
 {
 	size_t cap = (size_t)cfg->replay_capacity;
 
-	if (ss_saltpool_init_fifo(&k->pool, cap) < 0 ||
-	    (cfg->mode != SS_MODE_TCP_ONLY && ss_saltpool_init_fifo(&k->udp_pool, cap) < 0))
+	if (!(k->pool = ss_codec_replay_pool(k, 0, cap, 0)) ||
+	    (cfg->mode != SS_MODE_TCP_ONLY && !(k->udp_pool = ss_codec_replay_pool(k, 1, cap, 0))))
 		return ss_codec_pool_error(cfg, err, errlen);
 	return 0;
 }
@@ -41,7 +41,7 @@ static void aead_start(ss_codec_t *k, void *enc, void *dec)
 {
 	(void)enc; /* its salt is drawn when it first seals */
 	if (k->server)
-		ss_aead_dec_start_server(dec, k->key, &k->pool);
+		ss_aead_dec_start_server(dec, k->key, k->pool);
 	else
 		ss_aead_dec_start(dec, k->key);
 }
@@ -134,7 +134,7 @@ static const char *aead_udp_open(ss_codec_t *k, void *rst, uint8_t *wire, size_t
 
 	if (plen < 0)
 		return "failed to decrypt";
-	if (replays && ss_saltpool_check_add(&k->udp_pool, wire, k->method->salt_len, 0) != 0)
+	if (replays && ss_saltpool_check_add(k->udp_pool, wire, k->method->salt_len, 0) != 0)
 		return "repeated salt, possible replay";
 	if (ss_addr_parse(plain, (size_t)plen, &p->addr, &used) != SS_OK)
 		return "bad address header";

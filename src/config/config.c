@@ -291,6 +291,14 @@ out:
 	return rc;
 }
 
+/* ss-server's default --workers: one loop per CPU the system has online. */
+static int online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > SS_WORKERS_MAX ? SS_WORKERS_MAX : (int)n;
+}
+
 static bool all_servers_ipv6(const ss_config_t *cfg)
 {
 	unsigned char tmp[16];
@@ -458,6 +466,8 @@ int ss_cfg_finish(ss_config_t *cfg, char *err, size_t errlen)
 		cfg->udp_max_assoc = SS_UDP_MAX_ASSOC_DEFAULT;
 	if (cfg->replay_capacity == 0)
 		cfg->replay_capacity = SS_REPLAY_CAPACITY_DEFAULT;
+	if (cfg->workers == 0)
+		cfg->workers = cfg->prog == SS_PROG_SERVER ? online_cpus() : 1;
 
 	if (cfg->method == NULL && ss_cfg_method(cfg, SS_DEFAULT_METHOD, err, errlen) != 0)
 		return -EINVAL;
@@ -471,6 +481,22 @@ int ss_cfg_finish(ss_config_t *cfg, char *err, size_t errlen)
 	if (finish_users(cfg, err, errlen) != 0 || ss_cfg_finish_servers(cfg, err, errlen) != 0 ||
 	    ss_cfg_finish_socks(cfg, err, errlen) != 0)
 		return -EINVAL;
+	/* SOCKS5 UDP ASSOCIATE ties a client's datagrams to its connection,
+	 * which one worker holds while the kernel may hand the datagrams to
+	 * another. */
+	if (cfg->prog == SS_PROG_LOCAL && cfg->workers > 1 && cfg->mode != SS_MODE_TCP_ONLY)
+		return ss_cfg_err(err, errlen,
+				  "--workers %d: ss-local relays UDP (SOCKS5 UDP ASSOCIATE) with "
+				  "one worker",
+				  cfg->workers);
+	/* A client's plugin is one process its servers' health follows on
+	 * one loop: a client with plugins runs one worker. */
+	for (size_t i = 0; client && cfg->workers > 1 && i < cfg->n_servers; i++)
+		if (cfg->servers[i].plugin[0])
+			return ss_cfg_err(err, errlen,
+					  "--workers %d: a client with a plugin (server %zu) runs "
+					  "one worker",
+					  cfg->workers, i + 1);
 	/* --print-url writes the password into the URLs; the program exits
 	 * right after, and ss_config_clear wipes it. */
 	if (!cfg->print_url) {

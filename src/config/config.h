@@ -26,6 +26,8 @@ typedef enum {
  * replay_capacity below); shadowsocks-libev also remembers 10^6. */
 #define SS_REPLAY_CAPACITY_DEFAULT 1000000
 #define SS_REPLAY_CAPACITY_MAX (1L << 26)
+/* --workers: loops at most, each on a thread of its own. */
+#define SS_WORKERS_MAX 256
 #define SS_HOST_MAX 256
 
 typedef struct ss_host_port {
@@ -136,6 +138,11 @@ struct ss_config {
 	int mtu;              /* --mtu / "mtu", 0 = none */
 	int udp_timeout;      /* --udp-timeout / "udp_timeout", seconds, default 60 */
 	int udp_max_assoc;    /* --udp-max-associations / "udp_max_associations" */
+	/* --workers / "workers": loops, each on a thread of its own with its
+	 * own pools and SO_REUSEPORT listeners; 1 runs the one loop on the
+	 * calling thread. Default: the online CPUs for ss-server, 1 for the
+	 * clients. */
+	int workers;
 	/* "replay_capacity" (ss-server, JSON only): the salts each replay pool
 	 * holds. SIP004 keeps two pools of the last this many salts, one for
 	 * TCP and one for UDP, so datagrams never push out a connection's

@@ -42,6 +42,7 @@ enum {
 	OPT_SOCKS_PASS,
 	OPT_SOCKS_USERS,
 	OPT_TCP_TPROXY,
+	OPT_WORKERS,
 };
 
 static const struct option long_options[] = {
@@ -69,6 +70,7 @@ static const struct option long_options[] = {
     {"socks-pass", required_argument, NULL, OPT_SOCKS_PASS},
     {"socks-users", required_argument, NULL, OPT_SOCKS_USERS},
     {"tcp-tproxy", no_argument, NULL, OPT_TCP_TPROXY},
+    {"workers", required_argument, NULL, OPT_WORKERS},
     {NULL, 0, NULL, 0},
 };
 
@@ -315,6 +317,14 @@ static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t err
 			    arg);
 		cfg->udp_max_assoc = (int)v;
 		bit = ss_cfg_bit(SS_CF_UDP_MAX_ASSOC);
+		break;
+	case OPT_WORKERS:
+		if (ss_cfg_long(arg, 1, SS_WORKERS_MAX, &v) != 0)
+			return ss_cfg_err(err, errlen,
+					  "--workers must be a number from 1 to %d, not '%s'",
+					  SS_WORKERS_MAX, arg);
+		cfg->workers = (int)v;
+		bit = ss_cfg_bit(SS_CF_WORKERS);
 		break;
 	case OPT_ACL:
 		rc = copy_opt(cfg->acl, sizeof(cfg->acl), arg, "--acl", err, errlen);

@@ -42,6 +42,7 @@ typedef enum {
 	SS_CF_UDP_MAX_ASSOC,
 	SS_CF_SOCKS_AUTH, /* the SOCKS5 users: the command line's replace the file's */
 	SS_CF_TCP_TPROXY,
+	SS_CF_WORKERS,
 	SS_CF_COUNT,
 } ss_cfg_field_t;
 

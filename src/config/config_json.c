@@ -476,6 +476,18 @@ static int j_udp_max_assoc(ss_config_t *cfg, const cJSON *v, const char *key, ch
 	return 0;
 }
 
+static int j_workers(ss_config_t *cfg, const cJSON *v, const char *key, char *err, size_t errlen)
+{
+	char shown[96];
+	long n;
+
+	if (int_of(v, 1, SS_WORKERS_MAX, &n) != 0)
+		return ss_cfg_err(err, errlen, "\"%s\" must be a number from 1 to %d, not %s", key,
+				  SS_WORKERS_MAX, show(v, shown, sizeof(shown)));
+	cfg->workers = (int)n;
+	return 0;
+}
+
 static int j_replay_capacity(ss_config_t *cfg, const cJSON *v, const char *key, char *err,
 			     size_t errlen)
 {
@@ -700,6 +712,7 @@ static const struct json_key {
     FN("mtu", SS_CF_MTU, j_mtu),
     FN("udp_timeout", SS_CF_UDP_TIMEOUT, j_udp_timeout),
     FN("udp_max_associations", SS_CF_UDP_MAX_ASSOC, j_udp_max_assoc),
+    FN("workers", SS_CF_WORKERS, j_workers),
     STR("acl", SS_CF_ACL, acl),
     STR("plugin", SS_CF_PLUGIN, plugin),
     STR("plugin_opts", SS_CF_PLUGIN_OPTS, plugin_opts),

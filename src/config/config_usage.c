@@ -135,6 +135,11 @@ void ss_config_usage(ss_prog_t prog, void *out)
 	fputc('\n', f);
 
 	line(f, "[--reuse-port]", "Set SO_REUSEPORT on listening sockets.");
+	line(f, "[--workers <n>]",
+	     server ? "Loops, each on a thread of its own (default:"
+		    : "Loops, each on a thread of its own (1).");
+	if (server)
+		more(f, "one per online CPU); 1 to 256.");
 	line(f, "[--fast-open]", "Use TCP Fast Open.");
 	line(f, "[--acl <acl_file>]", "Access control list file.");
 	line(f, "[--mtu <MTU>]", "MTU of the network interface (for UDP).");

@@ -54,8 +54,18 @@ int ss_saltpool_init_fifo(ss_saltpool_t *p, size_t capacity)
 	return rc;
 }
 
+void ss_saltpool_share(ss_saltpool_t *p)
+{
+	if (p->shared || p->capacity == 0)
+		return;
+	pthread_mutex_init(&p->lock, NULL);
+	p->shared = true;
+}
+
 void ss_saltpool_free(ss_saltpool_t *p)
 {
+	if (p->shared)
+		pthread_mutex_destroy(&p->lock);
 	free(p->ring);
 	free(p->slots);
 	memset(p, 0, sizeof(*p));
@@ -122,7 +132,7 @@ static void saltpool_grow(ss_saltpool_t *p)
 	}
 }
 
-int ss_saltpool_check_add(ss_saltpool_t *p, const uint8_t *salt, size_t len, uint64_t now)
+static int saltpool_check_add(ss_saltpool_t *p, const uint8_t *salt, size_t len, uint64_t now)
 {
 	ss_saltpool_entry_t *e;
 	uint32_t h;
@@ -160,4 +170,16 @@ int ss_saltpool_check_add(ss_saltpool_t *p, const uint8_t *salt, size_t len, uin
 	p->slots[i] = (uint32_t)idx + 1;
 	p->count++;
 	return 0;
+}
+
+int ss_saltpool_check_add(ss_saltpool_t *p, const uint8_t *salt, size_t len, uint64_t now)
+{
+	int rc;
+
+	if (!p->shared)
+		return saltpool_check_add(p, salt, len, now);
+	pthread_mutex_lock(&p->lock);
+	rc = saltpool_check_add(p, salt, len, now);
+	pthread_mutex_unlock(&p->lock);
+	return rc;
 }

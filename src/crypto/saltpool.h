@@ -1,6 +1,7 @@
 #ifndef SS_CRYPTO_SALTPOOL_H
 #define SS_CRYPTO_SALTPOOL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,8 @@ typedef struct ss_saltpool {
 	uint64_t ttl;
 	bool fifo;            /* full: push the oldest out instead of refusing */
 	uint8_t hash_key[16]; /* random: peers cannot aim collisions */
+	bool shared;          /* workers on several threads check it: under lock */
+	pthread_mutex_t lock;
 } ss_saltpool_t;
 
 /* capacity: salts held at once (the most new connections per ttl seconds);
@@ -51,6 +54,10 @@ typedef struct ss_saltpool {
 int ss_saltpool_init(ss_saltpool_t *p, size_t capacity, uint64_t ttl);
 /* The last capacity salts, whatever their age. 0, -EINVAL or -ENOMEM. */
 int ss_saltpool_init_fifo(ss_saltpool_t *p, size_t capacity);
+/* From now on threads may call ss_saltpool_check_add on p at once: each
+ * check and its record happen under p's lock, so a salt one thread
+ * recorded is refused to every other. Call before the threads start. */
+void ss_saltpool_share(ss_saltpool_t *p);
 /* Safe on a zeroed ss_saltpool_t, and twice. */
 void ss_saltpool_free(ss_saltpool_t *p);
 

@@ -189,6 +189,8 @@ static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *
 				return -EINVAL;
 	}
 	fprintf(out, "mode: %s\n", check_modes[cfg->mode]);
+	fprintf(out, "workers: %d%s\n", cfg->workers,
+		cfg->workers > 1 ? ", each a loop on a thread of its own" : "");
 	return check_acl(cfg, out, err, errlen);
 }
 

@@ -380,6 +380,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	ss_sock_tune_accepted(fd, &inst->sockopts, peer);
 	inst->stats.accepted++;
 	inst->stats.active++;
+	ss_instance_load(inst, 1);
 	ss_conn_touch(c);
 	c->deadline_connect = c->last_active + inst->connect_timeout;
 	conn_arm_timer(c);
@@ -451,6 +452,7 @@ void ss_conn_reap(struct ss_instance *inst)
 			keep = c;
 		} else {
 			inst->stats.active--;
+			ss_instance_load(inst, -1);
 			ss_pool_put(&inst->conns, c);
 			/* This may accept, and a new connection may close at
 			 * once: it joins inst->closed, kept below. */

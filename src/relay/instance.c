@@ -162,6 +162,97 @@ static void instance_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	instance_pause(w->data, false);
 }
 
+/* --workers: the worker with the fewest connections, if this one has more
+ * than one more than it, and room for another there. */
+static struct ss_instance *instance_lighter(struct ss_instance *inst)
+{
+	unsigned mine = atomic_load_explicit(&inst->load, memory_order_relaxed), least = mine;
+	struct ss_instance *to = NULL;
+
+	for (unsigned i = 0; i < inst->workers; i++) {
+		struct ss_instance *p = inst->peers[i];
+		unsigned l = atomic_load_explicit(&p->load, memory_order_relaxed);
+		if (p != inst && l < least && l + 2 < p->conns.cap) {
+			least = l;
+			to = p;
+		}
+	}
+	return least + 1 < mine ? to : NULL;
+}
+
+/* Hands the accepted fd to a lighter worker; false: this one keeps it. */
+static bool instance_hand_off(struct ss_instance *inst, int fd, const struct sockaddr *peer,
+			      socklen_t len)
+{
+	struct ss_instance *to = instance_lighter(inst);
+	ss_handoff_t *h;
+	bool queued = false;
+
+	if (!to)
+		return false;
+	h = &to->handoff;
+	pthread_mutex_lock(&h->lock);
+	if (h->n < SS_HANDOFF_SLOTS) {
+		unsigned i = (h->head + h->n++) % SS_HANDOFF_SLOTS;
+		h->q[i].fd = fd;
+		h->q[i].len = len < sizeof(h->q[i].peer) ? len : sizeof(h->q[i].peer);
+		memcpy(&h->q[i].peer, peer, h->q[i].len);
+		queued = true;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (!queued)
+		return false;
+	ss_instance_load(to, 1);
+	ev_async_send(to->loop, &h->wake);
+	return true;
+}
+
+/* Takes the next connection handed over, or returns false. */
+static bool instance_handoff_pop(struct ss_instance *inst, int *fd, struct sockaddr_storage *peer,
+				 socklen_t *len)
+{
+	ss_handoff_t *h = &inst->handoff;
+	bool got = false;
+
+	pthread_mutex_lock(&h->lock);
+	if (h->n) {
+		*fd = h->q[h->head].fd;
+		*len = h->q[h->head].len;
+		memcpy(peer, &h->q[h->head].peer, *len);
+		h->head = (h->head + 1) % SS_HANDOFF_SLOTS;
+		h->n--;
+		got = true;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return got;
+}
+
+static void instance_handoff_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	struct ss_instance *inst = w->data;
+	struct sockaddr_storage peer;
+	socklen_t len;
+	int fd;
+	(void)loop;
+	(void)revents;
+
+	while (instance_handoff_pop(inst, &fd, &peer, &len)) {
+		/* Counted by the worker that handed it over; ss_conn_accept
+		 * counts it as open. */
+		ss_instance_load(inst, -1);
+		if (inst->stopping)
+			close(fd);
+		else
+			ss_conn_accept(inst, fd, (struct sockaddr *)&peer, len);
+	}
+}
+
+void ss_instance_set_peers(struct ss_instance **all, unsigned count)
+{
+	for (unsigned i = 0; i < count; i++)
+		all[i]->peers = all;
+}
+
 static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	ss_listener_t *l = (ss_listener_t *)w;
@@ -214,6 +305,8 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			close(fd);
 			continue;
 		}
+		if (inst->peers && instance_hand_off(inst, fd, (struct sockaddr *)&peer, plen))
+			continue;
 		ss_conn_accept(inst, fd, (struct sockaddr *)&peer, plen);
 	}
 }
@@ -519,10 +612,18 @@ static int instance_server_entry(struct ss_instance *inst, const char *host, uin
 
 	if (!cfg->plugin[0])
 		return instance_listen(inst, host, port, tcp, udp, err, errlen);
-	if ((rc = instance_plugin(inst, cfg->plugin, cfg->plugin_opts, host, port, cfg->plugin_tcp,
-				  cfg->plugin_udp, err, errlen)) < 0)
-		return rc;
-	lo = (struct sockaddr_in *)ss_plugin_local(&inst->plugins[inst->n_plugins - 1], &len);
+	if (inst->first) {
+		/* The first worker runs the plugin; this one listens beside it
+		 * on the plugin's side. */
+		lo = (struct sockaddr_in *)ss_plugin_local(
+		    &inst->first->plugins[inst->n_shared_plugins++], &len);
+	} else {
+		if ((rc = instance_plugin(inst, cfg->plugin, cfg->plugin_opts, host, port,
+					  cfg->plugin_tcp, cfg->plugin_udp, err, errlen)) < 0)
+			return rc;
+		lo = (struct sockaddr_in *)ss_plugin_local(&inst->plugins[inst->n_plugins - 1],
+							   &len);
+	}
 	if ((ptcp || pudp) && (rc = instance_listen(inst, "127.0.0.1", ntohs(lo->sin_port), ptcp,
 						    pudp, err, errlen)) < 0)
 		return rc;
@@ -552,6 +653,20 @@ static int instance_client_entry(struct ss_instance *inst, size_t i, char *err, 
 int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t **out, char *err,
 		       size_t errlen)
 {
+	return ss_instance_create_worker(cfg, loop, 0, 1, NULL, out, err, errlen);
+}
+
+/* A worker's share of a total: n / count, rounded up, at least 1. */
+static size_t instance_share(size_t n, unsigned count)
+{
+	n = (n + count - 1) / count;
+	return n ? n : 1;
+}
+
+int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsigned index,
+			      unsigned count, struct ss_instance *first, ss_instance_t **out,
+			      char *err, size_t errlen)
+{
 	struct ss_instance *inst;
 	bool udp = cfg->mode != SS_MODE_TCP_ONLY;
 	/* ss-local keeps TCP for SOCKS5 even in udp_only: UDP ASSOCIATE needs it. */
@@ -573,6 +688,14 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 		return -EIO;
 	}
 	budget = instance_budget(cfg, tcp, udp);
+	if (count == 0 || (index > 0) != (first != NULL) || index >= count) {
+		snprintf(err, errlen, "bad worker %u of %u", index, count);
+		return -EINVAL;
+	}
+	/* The limits are the program's: each worker takes its share. */
+	budget.conns = instance_share(budget.conns, count);
+	if (udp)
+		budget.udp = instance_share(budget.udp, count);
 	max_conns = budget.conns;
 	inst = calloc(1, sizeof(*inst));
 	if (!inst) {
@@ -581,10 +704,19 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	}
 	inst->cfg = cfg;
 	inst->loop = loop;
+	inst->worker = index;
+	inst->workers = count;
+	inst->first = first;
+	pthread_mutex_init(&inst->handoff.lock, NULL);
+	ev_async_init(&inst->handoff.wake, instance_handoff_cb);
+	inst->handoff.wake.data = inst;
+	if (count > 1)
+		ev_async_start(loop, &inst->handoff.wake);
 	ev_timer_init(&inst->kick, instance_kick_cb, 0., 0.);
 	inst->kick.data = inst;
 	inst->splice_ok =
-	    ss_splice_supported() && ss_pipe_pool_init(&inst->pipes, NULL, SPLICE_PIPES) == 0;
+	    ss_splice_supported() &&
+	    ss_pipe_pool_init(&inst->pipes, NULL, instance_share(SPLICE_PIPES, count)) == 0;
 	inst->be = ss_crypto_default();
 	inst->ops = cfg->prog == SS_PROG_SERVER   ? &ss_hs_server
 		    : cfg->prog == SS_PROG_TUNNEL ? &ss_hs_tunnel
@@ -594,7 +726,8 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	inst->connect_timeout = inst->timeout < 10 ? inst->timeout : 10;
 	inst->sockopts =
 	    (ss_sockopts_t){.fast_open = cfg->fast_open,
-			    .reuse_port = cfg->reuse_port,
+			    /* Workers listen on the same addresses side by side. */
+			    .reuse_port = cfg->reuse_port || count > 1,
 			    .no_delay = cfg->no_delay,
 			    .mptcp = cfg->mptcp,
 			    .transparent = cfg->prog == SS_PROG_REDIR && cfg->tcp_tproxy};
@@ -614,8 +747,15 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 			    : "answers that failed to authenticate");
 
 	if (cfg->prog == SS_PROG_SERVER) {
-		if ((rc = ss_codec_setup(&inst->codec, cfg, inst->be, true, err, errlen)) < 0)
+		/* One set of replay pools for all workers: a salt is refused
+		 * whichever worker it reaches. */
+		rc = first ? ss_codec_setup_shared(&inst->codec, cfg, inst->be, &first->codec, err,
+						   errlen)
+			   : ss_codec_setup(&inst->codec, cfg, inst->be, true, err, errlen);
+		if (rc < 0)
 			goto fail;
+		if (!first && count > 1)
+			ss_codec_share_pools(&inst->codec);
 		ss_instance_codec_class(inst, &inst->codec);
 	} else if ((rc = ss_servers_init(&inst->servers, inst, err, errlen)) < 0) {
 		goto fail;
@@ -634,10 +774,10 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	if (cfg->acl[0] && (rc = instance_setup_acl(inst, err, errlen)) < 0)
 		goto fail;
 
-	if (udp && budget.udp < (size_t)cfg->udp_max_assoc)
+	if (udp && index == 0 && budget.udp * count < (size_t)cfg->udp_max_assoc)
 		ss_info("at most %zu UDP associations and %zu connections at once under the "
 			"open-file limit of %lu (-n/nofile raises it)",
-			budget.udp, budget.conns, budget.limit);
+			budget.udp * count, budget.conns * count, budget.limit);
 	if (udp && (rc = ss_udp_init(&inst->udp, inst, budget.udp, err, errlen)) < 0)
 		goto fail;
 	if (cfg->prog == SS_PROG_SERVER) {
@@ -684,6 +824,9 @@ void ss_instance_stop(ss_instance_t *inst)
 		if (c->inst == inst && c->state != SS_CONN_CLOSED && c->side[SS_IN].fd >= 0)
 			ss_conn_close(c, NULL);
 	}
+	/* Connections handed over and not yet taken end with the rest. */
+	instance_handoff_cb(inst->loop, &inst->handoff.wake, 0);
+	ev_async_stop(inst->loop, &inst->handoff.wake);
 	ss_servers_stop(&inst->servers);
 	/* Lookups in flight finish with ECANCELED, while their owners still stand. */
 	ss_resolver_free(&inst->resolver);
@@ -712,6 +855,8 @@ void ss_instance_destroy(ss_instance_t *inst)
 			ss_conn_slot_free(c);
 	}
 	ev_prepare_stop(inst->loop, &inst->reaper);
+	instance_handoff_cb(inst->loop, &inst->handoff.wake, 0); /* handed over since: closed */
+	pthread_mutex_destroy(&inst->handoff.lock);
 	ss_pipe_pool_destroy(&inst->pipes);
 	ss_acl_free(inst->acl);
 	ss_codec_free(&inst->codec);

@@ -2,6 +2,8 @@
 #define SS_RELAY_INSTANCE_H
 
 #include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "config/config.h"
 #include "codec/codec.h"
@@ -35,6 +37,19 @@ typedef struct ss_codec_class {
 	uint32_t size;    /* one TCP state, rounded (ss_codec_state_size) */
 	uint32_t udp_off; /* its association state, in an association's tail */
 } ss_codec_class_t;
+
+/* --workers: connections a worker accepted for another, waiting for it. */
+#define SS_HANDOFF_SLOTS 64
+typedef struct ss_handoff {
+	pthread_mutex_t lock;
+	struct {
+		int fd;
+		socklen_t len;
+		struct sockaddr_storage peer;
+	} q[SS_HANDOFF_SLOTS];
+	unsigned head, n;
+	ev_async wake; /* on the receiving worker's loop */
+} ss_handoff_t;
 
 typedef struct ss_listener {
 	ev_io io;
@@ -91,7 +106,42 @@ struct ss_instance {
 	ss_stats_t stats;
 	ss_refused_t refused; /* refused clients (server), unauthenticated answers (clients) */
 	bool stopping;
+	/* --workers: this is worker `worker` of `workers`, each a loop on a
+	 * thread of its own; first is worker 0's instance (NULL in worker 0),
+	 * whose replay pools and plugins the others share. */
+	unsigned worker, workers;
+	struct ss_instance *first;
+	size_t n_shared_plugins; /* first's plugins taken so far (listen addresses) */
+	/* Every worker's instance (workers entries), set before the threads
+	 * start; NULL with one worker. A worker that accepts a connection while
+	 * it holds more than another hands it over (handoff), so that
+	 * long-lived connections the kernel's hash put on one worker are
+	 * shared out; load is its open connections and those handed to it. */
+	struct ss_instance **peers;
+	atomic_uint load;
+	ss_handoff_t handoff;
 };
+
+/* As ss_instance_create, for worker index of count (relay/workers.h):
+ * first is worker 0's instance (NULL for worker 0 itself), created before
+ * and destroyed after this one. The limits and pools of cfg are split
+ * between the workers; the listeners set SO_REUSEPORT when count > 1, so
+ * the kernel spreads connections and UDP flows (by their addresses) over
+ * them; plugins and replay pools are the first worker's. */
+int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsigned index,
+			      unsigned count, struct ss_instance *first, ss_instance_t **out,
+			      char *err, size_t errlen);
+
+/* --workers: all count instances (each created with
+ * ss_instance_create_worker), which may hand connections to each other from
+ * now on; called before their threads start. */
+void ss_instance_set_peers(struct ss_instance **all, unsigned count);
+/* A connection of inst's opened (+1) or ended (-1), for the handoff. */
+static inline void ss_instance_load(struct ss_instance *inst, int delta)
+{
+	if (inst->workers > 1)
+		atomic_fetch_add_explicit(&inst->load, (unsigned)delta, memory_order_relaxed);
+}
 
 /* ss-server with an ACL: whether a client at sa may connect (TCP) or send
  * (UDP). */

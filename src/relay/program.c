@@ -10,6 +10,7 @@
 #include "crypto/primitives.h"
 #include "relay/instance.h"
 #include "relay/check.h"
+#include "relay/workers.h"
 #include "shadowsocks.h"
 #include "util/qr.h"
 #include "util/tarena.h"
@@ -39,9 +40,10 @@ static void *program_ev_alloc(void *ptr, long size)
 typedef struct program {
 	struct ev_loop *loop;
 	ss_instance_t *inst;
-	int notify;     /* -f: where the foreground process waits for our word; else -1 */
-	ss_notify_t sd; /* the service manager's readiness socket (Type=notify) */
-	int rc;         /* the exit status */
+	ss_workers_t workers; /* --workers: the threads beside this one */
+	int notify;           /* -f: where the foreground process waits for our word; else -1 */
+	ss_notify_t sd;       /* the service manager's readiness socket (Type=notify) */
+	int rc;               /* the exit status */
 } program_t;
 
 /* The service manager's READY=1, once the listeners are open and the plugins
@@ -78,6 +80,7 @@ static void program_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 
 	ss_notice("signal %d: shutting down", w->signum);
 	ss_notify_send(&p->sd, "STOPPING=1");
+	ss_workers_stop(&p->workers);
 	ss_instance_stop(p->inst);
 }
 
@@ -209,7 +212,12 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 
 	ev_set_allocator(program_ev_alloc);
 	p.loop = EV_DEFAULT;
-	rc = ss_instance_create(&cfg, p.loop, &p.inst, err, sizeof(err));
+	if (cfg.workers > 1)
+		ss_log_set_worker(0);
+	rc = ss_instance_create_worker(&cfg, p.loop, 0, (unsigned)cfg.workers, NULL, &p.inst, err,
+				       sizeof(err));
+	if (rc == 0 && (rc = ss_workers_create(&p.workers, &cfg, p.inst, err, sizeof(err))) < 0)
+		ss_instance_destroy(p.inst);
 	if (rc < 0) {
 		ss_err("%s", err);
 		ss_config_clear(&cfg);
@@ -224,16 +232,19 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 			 * daemon now holds on its own. */
 			if (rc < 0)
 				ss_err("%s", err);
+			ss_workers_destroy(&p.workers);
 			ss_instance_destroy(p.inst);
 			ss_config_clear(&cfg);
 			return rc < 0 ? 1 : 0;
 		}
 		ev_loop_fork(p.loop);
+		ss_workers_forked(&p.workers);
 		ss_log_to_syslog(); /* stderr is /dev/null now */
 	}
 	if (cfg.user[0] && ss_proc_drop_user(cfg.user, err, sizeof(err)) < 0) {
 		ss_err("%s", err);
 		ss_proc_daemon_ready(&p.notify, err);
+		ss_workers_destroy(&p.workers);
 		ss_instance_destroy(p.inst);
 		ss_config_clear(&cfg);
 		return 1;
@@ -246,6 +257,16 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		ss_notice("%s %s started, %zu servers with methods of their own", name, SS_VERSION,
 			  cfg.n_servers);
 
+	if (cfg.workers > 1)
+		ss_notice("%d workers, each a loop on a thread of its own", cfg.workers);
+	if (ss_workers_start(&p.workers, err, sizeof(err)) < 0) {
+		ss_err("%s", err);
+		ss_proc_daemon_ready(&p.notify, err);
+		ss_workers_destroy(&p.workers);
+		ss_instance_destroy(p.inst);
+		ss_config_clear(&cfg);
+		return 1;
+	}
 	ss_instance_set_cb(p.inst, program_event_cb, &p);
 	ev_signal_init(&sigint, program_signal_cb, SIGINT);
 	ev_signal_init(&sigterm, program_signal_cb, SIGTERM);
@@ -255,7 +276,14 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	ev_run(p.loop, 0);
 	ev_signal_stop(p.loop, &sigint);
 	ev_signal_stop(p.loop, &sigterm);
+	/* Worker 0 has stopped (a signal, or a plugin that failed): so do
+	 * the others. */
+	ss_workers_stop(&p.workers);
+	ss_workers_join(&p.workers);
+	if (cfg.workers > 1)
+		ss_workers_log_stats(p.inst);
 	ss_proc_daemon_ready(&p.notify, "stopped before it started");
+	ss_workers_destroy(&p.workers);
 	ss_instance_destroy(p.inst);
 	ss_notify_close(&p.sd);
 	ss_config_clear(&cfg);

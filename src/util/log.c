@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,12 @@ static struct {
 	int pid;
 	double interval;
 } log_sink = {.fd = -1, .interval = SS_LOG_INTERVAL_DEFAULT};
+
+/* Workers write from threads of their own: the syslog socket, reopened when
+ * its daemon restarts, is taken under this lock (stdio locks stderr
+ * itself). */
+static pthread_mutex_t log_syslog_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int log_worker = -1;
 
 /* Severities of RFC 5424 / sd-daemon(3), by our level. */
 static const int log_severity[] = {3, 4, 5, 6, 7};
@@ -81,18 +88,20 @@ static void log_syslog_send(ss_log_level_t level, const char *line)
 		     log_sink.pid, line);
 	if (n >= (int)sizeof(msg))
 		n = (int)sizeof(msg) - 1;
+	pthread_mutex_lock(&log_syslog_lock);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (log_sink.fd < 0)
 			log_syslog_open();
 		if (log_sink.fd < 0)
-			return;
+			break;
 		if (send(log_sink.fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0 ||
 		    errno == EAGAIN || errno == EWOULDBLOCK)
-			return;
+			break;
 		/* The daemon restarted (a new socket at the path): reconnect. */
 		close(log_sink.fd);
 		log_sink.fd = -1;
 	}
+	pthread_mutex_unlock(&log_syslog_lock);
 }
 
 void ss_log_to_syslog(void)
@@ -144,6 +153,11 @@ const char *ss_log_stderr_prefix(ss_log_level_t level)
 	return log_stderr_is_journal() ? prefixes[level] : "";
 }
 
+void ss_log_set_worker(int id)
+{
+	log_worker = id;
+}
+
 bool ss_log_enabled(ss_log_level_t level)
 {
 	return (int)level <= (int)SS_LOG_NOTICE + log_sink.verbosity;
@@ -153,12 +167,15 @@ void ss_log(ss_log_level_t level, const char *fmt, ...)
 {
 	static const char *const names[] = {"ERROR", "WARN", "INFO", "INFO", "DEBUG"};
 	char line[1024];
+	size_t mark = 0;
 	va_list ap;
 
 	if (!ss_log_enabled(level))
 		return;
+	if (log_worker >= 0 && log_sink.verbosity > 0)
+		mark = (size_t)snprintf(line, sizeof(line), "[w%d] ", log_worker);
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(line + mark, sizeof(line) - mark, fmt, ap);
 	va_end(ap);
 	switch (log_sink.kind) {
 	case SINK_SYSLOG:

@@ -32,6 +32,10 @@ double ss_log_interval(void);
  * priority prefix when stderr is the journal, "" otherwise. */
 const char *ss_log_stderr_prefix(ss_log_level_t level);
 bool ss_log_enabled(ss_log_level_t level);
+/* At -v and above, the calling thread's lines start with "[w<id>] "
+ * (--workers: which worker wrote them); a negative id: no mark, as with
+ * one loop. */
+void ss_log_set_worker(int id);
 void ss_log(ss_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define ss_err(...) ss_log(SS_LOG_ERROR, __VA_ARGS__)

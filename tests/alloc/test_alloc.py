@@ -188,6 +188,37 @@ def test_no_allocations_in_steady_state(request, ss, tmp_path, shim, ssload, ech
         dns.queries)
 
 
+@pytest.mark.parametrize("method", ("aes-256-gcm", "2022-blake3-aes-256-gcm"))
+def test_no_allocations_with_two_workers(request, ss, tmp_path, shim, ssload, echo, method):
+    """ss-server and ss-tunnel with --workers 2 (ss-local relays UDP with
+    one): each worker has pools of its own and none allocates per
+    connection or datagram; both workers of ss-server carry connections
+    (the [wN] lines at -v)."""
+    dns = sslib.DnsResponder()
+    request.addfinalizer(dns.close)
+    udp = ["-u", "--udp-timeout", str(UDP_TIMEOUT), "--workers", "2"]
+    progs = {}
+    env, rep = counted_env(shim, tmp_path, "ss-server")
+    server = ss.server(method=method, env=env,
+                       extra=udp + ["-v", "-d", "%s:%d" % (sslib.LOOPBACK4, dns.port)])
+    progs["ss-server"] = Counted(server.program, rep)
+    with ssudp.UdpEcho() as uecho:
+        env, rep = counted_env(shim, tmp_path, "ss-tunnel")
+        tunnel = ss.tunnel(server, echo.addr, env=env, extra=udp)
+        progs["ss-tunnel"] = Counted(tunnel.program, rep)
+        uecho_tunnel = ssudp.UdpEcho(port=echo.port)
+        env, rep = counted_env(shim, tmp_path, "ss-local")
+        local = ss.local(server, env=env, extra=udp[:-2])
+        progs["ss-local"] = Counted(local.program, rep)
+        try:
+            measure(progs, ssload, tunnel, local, echo, uecho, method + ", two workers")
+        finally:
+            uecho_tunnel.close()
+    out = server.program.output()
+    for w in ("[w0] server ", "[w1] server "):
+        assert w in out, "no connection on %s" % w
+
+
 def measure(progs, ssload, tunnel, local, echo, uecho, what):
     """Two rounds of warm-up, then a measured round that must not allocate."""
     # More connections at a time in the warm-up than measured: the measured

@@ -348,12 +348,15 @@ class Impl:
     scenarios = None  # every one
     ratio_figures = None  # every figure has a ratio to libev
 
-    def __init__(self, name, server, tunnel, env=None):
+    def __init__(self, name, server, tunnel, env=None, server_extra=()):
         self.name, self.server, self.tunnel, self.env = name, server, tunnel, env
+        # Ours: one worker, as the server has one CPU here (tests/bench/workers.py measures
+        # more); libev has one loop.
+        self.server_extra = list(server_extra)
 
     def server_argv(self, port, password, method, extra):
         return [self.server, "-s", LOOPBACK, "-p", str(port), "-k", password,
-                "-m", method] + extra
+                "-m", method] + self.server_extra + extra
 
     def tunnel_argv(self, port, server_port, target_port, password, method, extra):
         return [self.tunnel, "-s", LOOPBACK, "-p", str(server_port), "-b", LOOPBACK,
@@ -435,7 +438,7 @@ def run_udp_once(impl, method, cfg, logdir):
         server = procs.start(
             "ss-server",
             [impl.server, "-u", "-s", LOOPBACK, "-p", str(server_port), "-k", password,
-             "-m", run_method] + cfg.server_args,
+             "-m", run_method] + impl.server_extra + cfg.server_args,
             cpus=cfg.pin.get("server"),
             env=impl.env,
         )
@@ -536,7 +539,7 @@ def run_idle_once(impl, method, cfg, logdir):
         server = procs.start(
             "ss-server",
             [impl.server, "-s", LOOPBACK, "-p", str(server_port), "-k", password,
-             "-m", run_method] + nofile + cfg.server_args,
+             "-m", run_method] + nofile + impl.server_extra + cfg.server_args,
             cpus=cfg.pin.get("server"), env=impl.env)
         tunnel = procs.start(
             "ss-tunnel",
@@ -1214,7 +1217,8 @@ def main(argv):
                 impls[name] = FloorImpl(find_tool("ssfloor", args.ssfloor, args.ours, logroot))
             else:
                 impls[name] = Impl(name, binary(dirs[name], "ss-server"),
-                                   binary(dirs[name], "ss-tunnel"), envs.get(name))
+                                   binary(dirs[name], "ss-tunnel"), envs.get(name),
+                                   [] if name == "libev" else ["--workers", "1"])
         machine = machine_info()
         for name, impl in impls.items():
             print(f"{name}: {impl.server} {impl.tunnel}", file=sys.stderr)

@@ -118,7 +118,8 @@ def _is_sanitized(path):
         try:
             with open(os.path.realpath(path), "rb") as f:
                 data = f.read()
-            _asan_cache[path] = b"__asan_init" in data or b"__ubsan_handle" in data
+            _asan_cache[path] = (b"__asan_init" in data or b"__ubsan_handle" in data
+                                  or b"__tsan_init" in data)
         except OSError:
             _asan_cache[path] = False
     return _asan_cache[path]

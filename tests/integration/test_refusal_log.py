@@ -56,7 +56,8 @@ def test_wrong_password_is_one_warn_line(ss, echo, method):
 def test_burst_gives_one_line_then_a_summary(ss):
     """Five bad connections within the interval: one line at once, the
     other four in one summary when the interval ends, nothing more."""
-    server = ss.server(method=METHOD, env={"SS_LOG_INTERVAL": "1.5"})
+    # One worker: each worker limits its own lines (ss-server(1), LOGGING).
+    server = ss.server(method=METHOD, env={"SS_LOG_INTERVAL": "1.5"}, extra=["--workers", "1"])
     junk(server, 5)
     assert wait_for(lambda: "more from" in server.program.output(), T(6)), \
         server.program.output()

@@ -286,7 +286,9 @@ def test_max_associations_evicts_oldest(ss, uecho, where):
     oldest (its socket is closed: never more than two); the other two keep
     their associations; the evicted one gets a new one when it returns."""
     limit = ["--udp-max-associations", "2"]
-    server = server_u(ss, extra=limit if where == "server" else [])
+    # One worker: with more, each keeps its share of the limit, and its own
+    # least recently used.
+    server = server_u(ss, extra=limit + ["--workers", "1"] if where == "server" else [])
     tunnel = ss.tunnel(server, uecho.addr, extra=["-u"] + (limit if where == "tunnel" else []))
     pid = (server if where == "server" else tunnel).program.pid
     base = ssudp.settled_sockets(pid)
@@ -576,7 +578,7 @@ def test_json_mode_and_udp_keys(ss, procs, tmp_path, uecho):
         cfg.write_text(json.dumps({
             "server": "127.0.0.1", "server_port": port, "password": password,
             "method": method, "mode": "udp_only", "udp_max_associations": 1,
-            "udp_timeout": 1}))
+            "udp_timeout": 1, "workers": 1}))
         return ["-c", str(cfg)]
 
     sproc, sport = ssudp.start_udp_listening(procs, ss.exe("ss-server"), args)

@@ -518,6 +518,39 @@ static void test_server(void **state)
 	expect_error("missing password (-k) or key (--key)", SS_PROG_SERVER, "-p", "8388", NULL);
 }
 
+/* --workers: ss-server's default is the CPUs online, the clients' 1; the
+ * flag and the key take 1 to 256. */
+static void test_workers(void **state)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	(void)state;
+	expect_run(SS_PROG_SERVER, "-p", "8388", "-k", "pw", NULL);
+	assert_int_equal(cfg.workers, cpus > 256 ? 256 : cpus < 1 ? 1 : cpus);
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "-k", "pw", NULL);
+	assert_int_equal(cfg.workers, 1);
+	expect_run(SS_PROG_TUNNEL, "-s", "h", "-p", "1", "-l", "2", "-k", "pw", "-L", "a:1",
+		   "--workers", "256", NULL);
+	assert_int_equal(cfg.workers, 256);
+	expect_run(SS_PROG_SERVER, "-p", "8388", "-k", "pw", "--workers=1", NULL);
+	assert_int_equal(cfg.workers, 1);
+	expect_run(SS_PROG_SERVER, "-p", "8388", "-k", "pw", "-c",
+		   write_file("w.json", "{\"workers\": 7}"), NULL);
+	assert_int_equal(cfg.workers, 7);
+	/* The flag beats the file. */
+	expect_run(SS_PROG_SERVER, "-p", "8388", "-k", "pw", "--workers", "3", "-c",
+		   write_file("w.json", "{\"workers\": 7}"), NULL);
+	assert_int_equal(cfg.workers, 3);
+	expect_error("--workers must be a number from 1 to 256, not '0'", SS_PROG_SERVER, "-p",
+		     "8388", "-k", "pw", "--workers", "0", NULL);
+	expect_error("--workers must be a number from 1 to 256, not '257'", SS_PROG_SERVER, "-p",
+		     "8388", "-k", "pw", "--workers", "257", NULL);
+	expect_error("\"workers\" must be a number from 1 to 256, not \"many\"", SS_PROG_SERVER,
+		     "-p", "8388", "-k", "pw", "-c",
+		     write_file("w.json", "{\"workers\": \"many\"}"), NULL);
+	expect_error("ss-local relays UDP (SOCKS5 UDP ASSOCIATE) with one worker", SS_PROG_LOCAL,
+		     "-s", "h", "-p", "1", "-l", "2", "-k", "pw", "-u", "--workers", "2", NULL);
+}
+
 static void test_local_defaults(void **state)
 {
 	(void)state;
@@ -1424,6 +1457,7 @@ int main(void)
 	    cmocka_unit_test(test_tunnel),
 	    cmocka_unit_test(test_redir),
 	    cmocka_unit_test(test_server),
+	    cmocka_unit_test(test_workers),
 	    cmocka_unit_test(test_local_defaults),
 	    cmocka_unit_test(test_cli_errors),
 	    cmocka_unit_test(test_json_forms),

@@ -1,5 +1,6 @@
 /* The 2022 salt pool: exact membership for ttl seconds, fixed capacity. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -224,12 +225,64 @@ static void test_growth(void **state)
 	ss_saltpool_free(&p);
 }
 
+/* A shared pool (--workers): threads offer the same salts at once; each
+ * salt is taken by exactly one of them, and the pool stays whole. */
+#define SHARE_THREADS 4
+#define SHARE_SALTS 20000
+
+typedef struct {
+	ss_saltpool_t *p;
+	unsigned taken;
+} share_arg_t;
+
+static void *share_run(void *arg)
+{
+	share_arg_t *a = arg;
+	uint8_t salt[32];
+
+	for (uint32_t v = 0; v < SHARE_SALTS; v++) {
+		salt_of(v, salt, sizeof(salt));
+		if (ss_saltpool_check_add(a->p, salt, sizeof(salt), 1) == 0)
+			a->taken++;
+	}
+	return NULL;
+}
+
+static void test_shared(void **state)
+{
+	ss_saltpool_t p;
+	pthread_t t[SHARE_THREADS];
+	share_arg_t a[SHARE_THREADS];
+	unsigned taken = 0;
+	uint8_t salt[32];
+	(void)state;
+
+	assert_int_equal(ss_saltpool_init_fifo(&p, 2 * SHARE_SALTS), 0);
+	ss_saltpool_share(&p);
+	for (int i = 0; i < SHARE_THREADS; i++) {
+		a[i] = (share_arg_t){.p = &p};
+		assert_int_equal(pthread_create(&t[i], NULL, share_run, &a[i]), 0);
+	}
+	for (int i = 0; i < SHARE_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		taken += a[i].taken;
+	}
+	assert_int_equal(taken, SHARE_SALTS);
+	assert_int_equal(p.count, SHARE_SALTS);
+	for (uint32_t v = 0; v < SHARE_SALTS; v += 97) {
+		salt_of(v, salt, sizeof(salt));
+		assert_int_equal(ss_saltpool_check_add(&p, salt, sizeof(salt), 2), -EEXIST);
+	}
+	ss_saltpool_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_init),       cmocka_unit_test(test_seen_and_expiry),
 	    cmocka_unit_test(test_full),       cmocka_unit_test(test_model),
 	    cmocka_unit_test(test_model_fifo), cmocka_unit_test(test_growth),
+	    cmocka_unit_test(test_shared),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -1,0 +1,169 @@
+#include "relay/workers.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+static void workers_stopped_cb(ss_instance_t *inst, ss_instance_event_t ev, const char *msg,
+			       void *arg)
+{
+	ss_worker_t *w = arg;
+	(void)inst;
+
+	if (ev == SS_INSTANCE_FAILED)
+		ss_err("%s", msg);
+	if (ev == SS_INSTANCE_STOPPED)
+		ev_break(w->loop, EVBREAK_ALL);
+}
+
+static void workers_stop_cb(struct ev_loop *loop, ev_async *a, int revents)
+{
+	ss_worker_t *w = a->data;
+	(void)revents;
+
+	ev_async_stop(loop, a);
+	ss_instance_stop(w->inst);
+}
+
+void ss_workers_log_stats(const ss_instance_t *inst)
+{
+	ss_stats_t st;
+
+	ss_instance_stats(inst, &st);
+	ss_info("worker stopped: %llu connections, %llu bytes up, %llu bytes down",
+		(unsigned long long)st.accepted, (unsigned long long)st.bytes_up,
+		(unsigned long long)st.bytes_down);
+}
+
+static void *workers_run(void *arg)
+{
+	ss_worker_t *w = arg;
+	char name[16];
+
+	/* For top -H and the tests: which threads are workers. */
+	snprintf(name, sizeof(name), "ss-worker-%u", w->index);
+	pthread_setname_np(pthread_self(), name);
+	ss_log_set_worker((int)w->index);
+	ev_run(w->loop, 0);
+	ss_workers_log_stats(w->inst);
+	return NULL;
+}
+
+int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, ss_instance_t *first, char *err,
+		      size_t errlen)
+{
+	unsigned n = cfg->workers > 1 ? (unsigned)cfg->workers - 1 : 0;
+	int rc;
+
+	memset(ws, 0, sizeof(*ws));
+	if (n == 0)
+		return 0;
+	ws->w = calloc(n, sizeof(*ws->w));
+	if (!ws->w) {
+		snprintf(err, errlen, "out of memory for %u workers", n + 1);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		ss_worker_t *w = &ws->w[i];
+		w->index = i + 1;
+		w->loop = ev_loop_new(EVFLAG_AUTO);
+		if (!w->loop) {
+			snprintf(err, errlen, "cannot make the loop of worker %u", w->index);
+			ss_workers_destroy(ws);
+			return -ENOMEM;
+		}
+		ws->n = i + 1;
+		/* Its lines at start-up name it as its thread's will. */
+		ss_log_set_worker((int)w->index);
+		rc = ss_instance_create_worker(cfg, w->loop, w->index, (unsigned)cfg->workers,
+					       first, &w->inst, err, errlen);
+		ss_log_set_worker(0);
+		if (rc < 0) {
+			ss_workers_destroy(ws);
+			return rc;
+		}
+		ss_instance_set_cb(w->inst, workers_stopped_cb, w);
+		ev_async_init(&w->stop, workers_stop_cb);
+		w->stop.data = w;
+		ev_async_start(w->loop, &w->stop);
+	}
+	ws->all = calloc(n + 1, sizeof(*ws->all));
+	if (!ws->all) {
+		snprintf(err, errlen, "out of memory for %u workers", n + 1);
+		ss_workers_destroy(ws);
+		return -ENOMEM;
+	}
+	ws->all[0] = first;
+	for (unsigned i = 0; i < n; i++)
+		ws->all[i + 1] = ws->w[i].inst;
+	ss_instance_set_peers(ws->all, n + 1);
+	return 0;
+}
+
+void ss_workers_forked(ss_workers_t *ws)
+{
+	for (unsigned i = 0; i < ws->n; i++)
+		ev_loop_fork(ws->w[i].loop);
+}
+
+int ss_workers_start(ss_workers_t *ws, char *err, size_t errlen)
+{
+	sigset_t all, old;
+	int rc = 0;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (unsigned i = 0; i < ws->n && rc == 0; i++) {
+		rc = -pthread_create(&ws->w[i].thread, NULL, workers_run, &ws->w[i]);
+		if (rc == 0)
+			ws->w[i].running = true;
+		else
+			snprintf(err, errlen, "cannot start worker %u: %s", ws->w[i].index,
+				 strerror(-rc));
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc < 0) {
+		ss_workers_stop(ws);
+		ss_workers_join(ws);
+	}
+	return rc;
+}
+
+void ss_workers_stop(ss_workers_t *ws)
+{
+	for (unsigned i = 0; i < ws->n; i++)
+		if (ws->w[i].running)
+			ev_async_send(ws->w[i].loop, &ws->w[i].stop);
+}
+
+void ss_workers_join(ss_workers_t *ws)
+{
+	for (unsigned i = 0; i < ws->n; i++)
+		if (ws->w[i].running) {
+			pthread_join(ws->w[i].thread, NULL);
+			ws->w[i].running = false;
+		}
+}
+
+void ss_workers_destroy(ss_workers_t *ws)
+{
+	for (unsigned i = ws->n; i-- > 0;) {
+		ss_worker_t *w = &ws->w[i];
+		if (w->inst) {
+			ev_async_stop(w->loop, &w->stop);
+			ss_instance_destroy(w->inst);
+		}
+		if (w->loop)
+			ev_loop_destroy(w->loop);
+	}
+	/* Worker 0's instance outlives this: it must not look for the others. */
+	if (ws->all)
+		ws->all[0]->peers = NULL;
+	free(ws->all);
+	free(ws->w);
+	memset(ws, 0, sizeof(*ws));
+}
