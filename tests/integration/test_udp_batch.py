@@ -172,7 +172,7 @@ def test_bursts_through_tunnel(ss, method, mode):
         assert st["rx_batches"] + st["gro"] > 0, (prog.program.name, st)
         if mode == "no-mmsg":
             # recvmsg and sendmsg alone (GRO and GSO still gather a burst)
-            assert st["rx_batches"] > 0 and st["tx_batches"] == 0, (prog.program.name, st)
+            assert st["tx_batches"] == 0, (prog.program.name, st)
         else:
             assert st["reads"] < 2 * total, (prog.program.name, st)
             assert st["sends"] < 2 * total, (prog.program.name, st)
