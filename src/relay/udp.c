@@ -1201,9 +1201,9 @@ void ss_udp_free(ss_udp_relay_t *u)
 	const ss_udp_io_stats_t *st = &u->io.stats;
 	ss_info("udp: %" PRIu64 " datagrams in, %" PRIu64 " out; %" PRIu64 " reads, %" PRIu64
 		" of them batches; %" PRIu64 " GRO buffers; %" PRIu64 " sends, %" PRIu64
-		" of them batches; %" PRIu64 " GSO sends%s%s",
+		" of them batches; %" PRIu64 " GSO sends, refused on %" PRIu64 " sockets%s%s",
 		u->stats.datagrams_in, u->stats.datagrams_out, st->rx_calls, st->rx_batched,
-		st->rx_gro, st->tx_calls, st->tx_batched, st->tx_gso,
+		st->rx_gro, st->tx_calls, st->tx_batched, st->tx_gso, st->gso_refused,
 		u->io.mmsg ? "" : " (no recvmmsg/sendmmsg)", u->io.gso ? "" : " (no GSO/GRO)");
 	while ((e = ss_udp_table_oldest(&u->table)))
 		udp_assoc_destroy(u, (ss_udp_assoc_t *)e);

@@ -197,10 +197,14 @@ static bool same_dest(const ss_udp_out_t *a, const ss_udp_out_t *b)
 	return a->tolen == b->tolen && memcmp(&a->to, &b->to, a->tolen) == 0;
 }
 
-/* Errors that say the socket or its path cannot do GSO. */
+/* Errors that say the socket or its path cannot do GSO: no support
+ * (ENOPROTOOPT, EOPNOTSUPP), a device without checksum offload (EIO), or
+ * segments larger than the path's MTU (EINVAL or EMSGSIZE, by kernel
+ * version; a GSO send is never too large in itself). */
 static bool gso_refused(int err)
 {
-	return err == EINVAL || err == ENOPROTOOPT || err == EIO || err == EOPNOTSUPP;
+	return err == EINVAL || err == ENOPROTOOPT || err == EIO || err == EOPNOTSUPP ||
+	       err == EMSGSIZE;
 }
 
 /* One message of the send batch: the n queued datagrams from q, as one GSO

@@ -13,9 +13,11 @@ buffer where the relay's socket takes GRO, as 16 datagrams where it does
 not): the relay's readiness event finds the whole burst.
 """
 
+import ctypes
+import os
 import re
-import socket
 import struct
+import subprocess
 import threading
 
 import pytest
@@ -25,14 +27,15 @@ import ssudp
 from sslib import T
 
 SOL_UDP = 17
+CLONE_NEWNET = 0x40000000
 UDP_SEGMENT = 103
 METHODS = ("aes-256-gcm", "chacha20-ietf-poly1305", "2022-blake3-aes-256-gcm", "none")
 MODES = {"default": {}, "no-gso": {"SS_NO_UDP_GSO": "1"}, "no-mmsg": {"SS_NO_UDP_MMSG": "1"}}
 BURST = 16
 MIXED = [1, 1200, 60000, 17, 1200, 1200, 1472, 9000, 2, 333, 60000, 1200, 4096, 1, 700, 1199]
 SUMMARY = re.compile(r"udp: (\d+) datagrams in, (\d+) out; (\d+) reads, (\d+) of them batches; "
-                     r"(\d+) GRO buffers; (\d+) sends, (\d+) of them batches; (\d+) GSO sends"
-                     r"( \(no recvmmsg/sendmmsg\))?( \(no GSO/GRO\))?")
+                     r"(\d+) GRO buffers; (\d+) sends, (\d+) of them batches; (\d+) GSO sends, "
+                     r"refused on (\d+) sockets( \(no recvmmsg/sendmmsg\))?( \(no GSO/GRO\))?")
 
 
 def payloads(sizes, tag):
@@ -112,10 +115,11 @@ def summary(prog):
     prog.terminate()
     m = SUMMARY.search(prog.output())
     assert m, "no UDP summary in the log of %s:\n%s" % (prog.name, prog.output()[-3000:])
-    keys = ("in", "out", "reads", "rx_batches", "gro", "sends", "tx_batches", "gso")
-    out = {k: int(v) for k, v in zip(keys, m.groups()[:8])}
-    out["no_mmsg"] = m.group(9) is not None
-    out["no_gso"] = m.group(10) is not None
+    keys = ("in", "out", "reads", "rx_batches", "gro", "sends", "tx_batches", "gso",
+            "gso_refused")
+    out = {k: int(v) for k, v in zip(keys, m.groups()[:9])}
+    out["no_mmsg"] = m.group(10) is not None
+    out["no_gso"] = m.group(11) is not None
     return out
 
 
@@ -136,6 +140,7 @@ def exchange_bursts(app, echo, bursts, send):
 
 
 def check_paths(mode, stats):
+    assert stats["gso_refused"] == 0, stats
     if mode == "no-mmsg":
         assert stats["no_mmsg"], stats
     else:
@@ -210,3 +215,60 @@ def test_bursts_through_socks(ss, mode):
         st = summary(prog)
         check_paths(mode, st)
         assert st["rx_batches"] + st["gro"] > 0, (prog.program.name, st)
+
+
+def setns(fd):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "setns: %s" % os.strerror(e))
+
+
+@pytest.fixture
+def small_mtu_netns():
+    """The test thread (and the programs it starts) in a network namespace
+    of its own whose loopback has an MTU of 1280: a GSO send of segments
+    larger than 1252 bytes is refused there (EINVAL), a plain send of the
+    same datagrams is fragmented and goes."""
+    if os.geteuid() != 0:
+        pytest.fail("this test creates a network namespace and needs root (CI runs as root)")
+    name = "ssudpgso-%d" % os.getpid()
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    orig = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        subprocess.run(["ip", "-n", name, "link", "set", "lo", "mtu", "1280", "up"], check=True)
+        fd = os.open("/run/netns/" + name, os.O_RDONLY)
+        try:
+            setns(fd)
+        finally:
+            os.close(fd)
+        yield
+    finally:
+        setns(orig)
+        os.close(orig)
+        subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+def test_gso_refused_falls_back(ss, small_mtu_netns):
+    """The relays' sealed datagrams (1240 + 55 bytes) are too large for GSO
+    on this loopback: the first GSO send of each socket is refused, its
+    datagrams go one by one, and the socket sends without GSO from then on.
+    Nothing is lost or reordered."""
+    echo = BurstEcho()
+    try:
+        server = ss.server(method="aes-256-gcm", extra=["-u", "-v"])
+        tunnel = ss.tunnel(server, echo.addr, extra=["-u", "-v"])
+        app = ssudp.udp_socket(timeout=T(5))
+        app.connect(tunnel.addr)
+        bursts = [payloads([1240] * BURST, k) for k in range(4)]
+        exchange_bursts(lambda: app.recv(ssudp.MAX_DGRAM + 1), echo, bursts,
+                        lambda d: send_burst(app, d))
+        app.close()
+    finally:
+        echo.close()
+    for prog in (tunnel, server):
+        st = summary(prog)
+        assert st["in"] == BURST * 4 and st["out"] == BURST * 4, (prog.program.name, st)
+        # the association's socket to the other relay refused GSO, once
+        assert st["gso_refused"] >= 1, (prog.program.name, st)
+        assert not st["no_gso"], (prog.program.name, st)
