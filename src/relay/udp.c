@@ -1,6 +1,7 @@
 #include "relay/udp.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -53,38 +54,6 @@ static void udp_refuse(ss_udp_relay_t *u, const struct sockaddr *key, const stru
 			udp_peer(from, peer, sizeof(peer)), what, why);
 }
 
-/* Reads one datagram; with dst, also where it was going (ss-redir's
- * listener: ss_transparent_recv_dst), *dstlen 0 when that is not known. */
-static ssize_t ss_udp_recv(int fd, uint8_t *buf, size_t cap, struct sockaddr_storage *from,
-			   socklen_t *fromlen, struct sockaddr_storage *dst, socklen_t *dstlen)
-{
-	union {
-		struct cmsghdr align;
-		uint8_t b[2 * CMSG_SPACE(sizeof(struct sockaddr_in6))];
-	} ctl;
-	struct iovec iov = {buf, cap};
-	struct msghdr msg = {.msg_name = from,
-			     .msg_namelen = from ? sizeof(*from) : 0,
-			     .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = dst ? ctl.b : NULL,
-			     .msg_controllen = dst ? sizeof(ctl.b) : 0};
-	ssize_t n;
-
-	do
-		n = recvmsg(fd, &msg, 0);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	if (fromlen)
-		*fromlen = msg.msg_namelen;
-	if (dst && ss_transparent_cmsg_dst(&msg, dst, dstlen) < 0)
-		*dstlen = 0;
-	if (msg.msg_flags & MSG_TRUNC)
-		return -EMSGSIZE;
-	return n;
-}
-
 /* Sends one datagram: 0, or the errno value of a failure (logged). */
 static int ss_udp_send(ss_udp_relay_t *u, int fd, const uint8_t *p, size_t len,
 		       const struct sockaddr *to, socklen_t tolen)
@@ -114,6 +83,69 @@ static bool udp_icmp_error(int err)
 static socklen_t udp_salen(const struct sockaddr *sa)
 {
 	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+static void udp_assoc_failover(ss_udp_relay_t *u, ss_udp_assoc_t *a, int err);
+
+/* A datagram of a batch was not sent. Clients: an ICMP error on an
+ * association's socket fails it over once the batch is out. */
+static void udp_send_failed(void *ctx, const ss_udp_out_t *o, int err)
+{
+	ss_udp_relay_t *u = ctx;
+	ss_udp_assoc_t *a = o->owner;
+	char why[96];
+
+	snprintf(why, sizeof(why), "sending failed: %s", strerror(err));
+	ss_udp_drop(u, o->tolen ? (const struct sockaddr *)&o->to : NULL, why);
+	if (!a || !udp_icmp_error(err) || u->n_failed == SS_UDP_SLOTS)
+		return;
+	for (size_t i = 0; i < u->n_failed; i++)
+		if (u->failed[i] == a)
+			return;
+	u->failed[u->n_failed] = a;
+	u->failed_err[u->n_failed++] = err;
+}
+
+/* Sends what the batch queued. Before an association's socket closes or
+ * changes, what is queued on it goes (failover false: the association is
+ * changing already); at the end of a batch, failover true. */
+static void udp_flush(ss_udp_relay_t *u, bool failover)
+{
+	ss_udp_assoc_t *failed[SS_UDP_SLOTS];
+	int errs[SS_UDP_SLOTS];
+	size_t n;
+
+	ss_udp_io_flush(&u->io, udp_send_failed, u);
+	n = u->n_failed;
+	u->n_failed = 0;
+	if (!failover)
+		return;
+	/* Each failover may flush again (nothing is queued then). */
+	memcpy(failed, u->failed, n * sizeof(failed[0]));
+	memcpy(errs, u->failed_err, n * sizeof(errs[0]));
+	for (size_t i = 0; i < n; i++)
+		udp_assoc_failover(u, failed[i], errs[i]);
+}
+
+/* Queues p[0..len) to send from fd (flags: the socket's) to `to` (NULL: the
+ * socket's peer), owner hearing of an ICMP error. */
+static void udp_queue(ss_udp_relay_t *u, int fd, uint8_t *flags, const uint8_t *p, size_t len,
+		      const struct sockaddr *to, socklen_t tolen, ss_udp_assoc_t *owner)
+{
+	ss_udp_out_t *o = ss_udp_io_queue(&u->io);
+
+	if (!o) {
+		udp_flush(u, false);
+		o = ss_udp_io_queue(&u->io);
+	}
+	o->fd = fd;
+	o->flags = flags;
+	o->p = p;
+	o->len = len;
+	o->tolen = to ? tolen : 0;
+	if (to)
+		memcpy(&o->to, to, tolen);
+	o->owner = owner;
 }
 
 /* --- associations --- */
@@ -147,6 +179,7 @@ static int udp_assoc_codec(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 
 static void udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
+	udp_flush(u, false);
 	if (a->control) {
 		/* The SOCKS5 connection still stands (the association expired
 		 * or was evicted): it waits again, so the client's next datagram
@@ -284,6 +317,8 @@ static ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr
 		ss_udp_table_put(&u->table, &a->entry);
 		return NULL;
 	}
+	ss_udp_io_sock(&u->io, fd);
+	a->sflags = 0;
 	ev_io_init(&a->io, udp_outbound_cb, fd, EV_READ);
 	a->io.data = a;
 	ev_io_start(u->loop, &a->io);
@@ -399,9 +434,9 @@ int ss_udp_bound_addr(ss_udp_relay_t *u, ss_conn_t *c, struct sockaddr_storage *
 
 /* Where a datagram from the other relay lands, so that it opens in place
  * with its plaintext at UDP_HEAD. */
-static uint8_t *udp_wire(ss_udp_relay_t *u, const ss_udp_codec_t *x)
+static size_t udp_wire(const ss_udp_codec_t *x)
 {
-	return u->buf + UDP_HEAD - x->k->udp_rx_lead;
+	return UDP_HEAD - x->k->udp_rx_lead;
 }
 
 /* Points the association's socket at its server's address (a new one, or
@@ -413,8 +448,11 @@ static int udp_assoc_reconnect(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 
 	if (fd < 0)
 		return fd;
+	udp_flush(u, false);
 	ev_io_stop(u->loop, &a->io);
 	close(a->io.fd);
+	ss_udp_io_sock(&u->io, fd);
+	a->sflags = 0;
 	ev_io_set(&a->io, fd, EV_READ);
 	ev_io_start(u->loop, &a->io);
 	return 0;
@@ -468,27 +506,6 @@ static void udp_assoc_failover(ss_udp_relay_t *u, ss_udp_assoc_t *a, int err)
 static uint64_t udp_now(ss_udp_relay_t *u)
 {
 	return (uint64_t)ev_now(u->loop);
-}
-
-#define UDP_NONE (-2)  /* nothing to read */
-#define UDP_TAKEN (-1) /* a datagram was read and dropped */
-
-/* Reads a datagram from a listener into buf (at most cap bytes): its length
- * (0 is a datagram too), UDP_NONE or UDP_TAKEN. */
-static ssize_t udp_listener_recv(ss_udp_relay_t *u, ss_udp_listener_t *l, uint8_t *buf, size_t cap,
-				 struct sockaddr_storage *from, socklen_t *fromlen,
-				 struct sockaddr_storage *dst, socklen_t *dstlen)
-{
-	ssize_t n = ss_udp_recv(l->io.fd, buf, cap, from, fromlen, dst, dstlen);
-
-	if (n == -EAGAIN || n == -EWOULDBLOCK)
-		return UDP_NONE;
-	if (n < 0) {
-		ss_udp_drop(u, NULL, n == -EMSGSIZE ? "too large" : strerror((int)-n));
-		return UDP_TAKEN;
-	}
-	u->stats.datagrams_in++;
-	return n;
 }
 
 /* --- client side: ss-local, ss-tunnel, ss-redir --- */
@@ -550,41 +567,38 @@ static void udp_redir_answer(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_code
 	ss_udp_send(u, fd, p->payload, p->payload_len, (struct sockaddr *)&to, tlen);
 }
 
-/* A datagram from an application: seal it and send it to the server. The
- * target's address is placed at UDP_HEAD and the payload right after it. */
-static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
+/* Where a datagram from an application lands in its slot: the target's
+ * address goes at UDP_HEAD and the payload right after it. */
+static size_t udp_client_in_off(ss_udp_relay_t *u)
+{
+	uint8_t scratch[SS_ADDR_MAX_ENCODED];
+
+	if (u->socks5) /* [RSV RSV FRAG][address][data], the address at UDP_HEAD */
+		return UDP_HEAD - 3;
+	if (u->redir) /* the address goes in front once the datagram tells it */
+		return UDP_HEAD + UDP_REDIR_ADDR_ROOM;
+	return UDP_HEAD + ss_addr_encode(&u->inst->cfg->tunnel_addr, scratch, sizeof(scratch));
+}
+
+/* A datagram from an application (n bytes at buf + udp_client_in_off):
+ * seal it and queue it to the server. */
+static bool udp_client_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
+			       const ss_udp_rxmsg_t *r)
 {
 	struct ss_instance *inst = u->inst;
-	struct sockaddr_storage from, dst;
-	socklen_t fromlen = 0, dstlen = 0;
-	uint8_t *at = u->buf + UDP_HEAD, *data, *out;
-	size_t addr_len = 0, dlen;
-	ssize_t n;
-	long w;
+	ss_udp_listener_t *l = w;
+	const struct sockaddr *from = (const struct sockaddr *)&r->from;
+	uint8_t *at = buf + UDP_HEAD, *data = buf + udp_client_in_off(u), *out;
+	size_t addr_len = 0, dlen = n;
+	long sealed;
 
-	if (u->socks5) {
-		/* [RSV RSV FRAG][address][data] lands with the address at at. */
-		data = at - 3;
-	} else if (u->redir) {
-		/* The address goes in front once the datagram tells it. */
-		data = at + UDP_REDIR_ADDR_ROOM;
-	} else {
+	u->stats.datagrams_in++;
+	if (!u->socks5 && !u->redir)
 		addr_len = ss_addr_encode(&inst->cfg->tunnel_addr, at, SS_ADDR_MAX_ENCODED);
-		data = at + addr_len;
-	}
-	/* The server, and so the codec, is picked after the read: leave room
-	 * for the largest tag. */
-	n = udp_listener_recv(u, l, data,
-			      SS_UDP_BUF_SIZE - (size_t)(data - u->buf) - SS_CODEC_UDP_TAIL_MAX,
-			      &from, &fromlen, u->redir ? &dst : NULL, &dstlen);
-	if (n < 0)
-		return n == UDP_TAKEN;
-	dlen = (size_t)n;
 	if (u->redir) {
-		const char *why = udp_redir_target(u, &dst, dstlen, data, &at, &addr_len);
+		const char *why = udp_redir_target(u, &r->dst, r->dstlen, data, &at, &addr_len);
 		if (why) {
-			udp_refuse(u, (struct sockaddr *)&from, (struct sockaddr *)&from,
-				   "datagram dropped", why);
+			udp_refuse(u, from, from, "datagram dropped", why);
 			return true;
 		}
 	}
@@ -592,11 +606,11 @@ static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 		ss_addr_t target;
 		size_t used;
 		if (n < 3 || ss_socks5_parse_udp(data, dlen, &target, &used) != SS_OK) {
-			ss_udp_drop(u, (struct sockaddr *)&from, "malformed SOCKS5 UDP header");
+			ss_udp_drop(u, from, "malformed SOCKS5 UDP header");
 			return true;
 		}
 		if (data[2] != 0) {
-			ss_udp_drop(u, (struct sockaddr *)&from, "fragmented SOCKS5 datagram");
+			ss_udp_drop(u, from, "fragmented SOCKS5 datagram");
 			return true;
 		}
 		addr_len = used - 3;
@@ -604,60 +618,44 @@ static bool udp_client_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
 	}
 	/* --mtu counts the payload, not the SOCKS5 header. */
 	if (inst->cfg->mtu && dlen > (size_t)inst->cfg->mtu) {
-		ss_udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
+		ss_udp_drop(u, from, "larger than --mtu");
 		return true;
 	}
 	const char *why = "no association";
-	ss_udp_assoc_t *a =
-	    u->socks5 ? udp_socks5_assoc(u, (struct sockaddr *)&from, fromlen, l->index, &why)
-		      : ss_udp_assoc_get(u, (struct sockaddr *)&from, fromlen,
-					 (struct sockaddr *)&from, fromlen, l->index);
+	ss_udp_assoc_t *a = u->socks5
+				? udp_socks5_assoc(u, from, r->fromlen, l->index, &why)
+				: ss_udp_assoc_get(u, from, r->fromlen, from, r->fromlen, l->index);
 	if (!a) {
-		ss_udp_drop(u, (struct sockaddr *)&from, why);
+		ss_udp_drop(u, from, why);
 		return true;
 	}
 	if (a->control)
 		ss_conn_touch(a->control);
 	ss_udp_codec_t *x = udp_codec(u, a);
-	w = x->k->ops->udp_seal(x->k, x->rst, udp_ast(u, a), u->buf, SS_UDP_BUF_SIZE, at, addr_len,
-				dlen, udp_now(u), &out);
-	if (w < 0) {
-		ss_udp_drop(u, (struct sockaddr *)&from, "sealing failed");
+	sealed = x->k->ops->udp_seal(x->k, x->rst, udp_ast(u, a), buf, SS_UDP_BUF_SIZE, at,
+				     addr_len, dlen, udp_now(u), &out);
+	if (sealed < 0) {
+		ss_udp_drop(u, from, "sealing failed");
 		return true;
 	}
-	int err = ss_udp_send(u, a->io.fd, out, (size_t)w, NULL, 0);
-	if (udp_icmp_error(err))
-		udp_assoc_failover(u, a, err);
+	udp_queue(u, a->io.fd, &a->sflags, out, (size_t)sealed, NULL, 0, a);
 	return true;
 }
 
-/* A datagram from the server: open it and hand it to the application. */
-static bool udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+/* A datagram from the server (n bytes at buf + udp_wire): open it and
+ * queue it to the application. */
+static bool udp_client_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
+				const ss_udp_rxmsg_t *r)
 {
+	ss_udp_assoc_t *a = w;
 	const struct sockaddr *client = (struct sockaddr *)&a->peer;
 	ss_udp_codec_t *x = udp_codec(u, a);
-	uint8_t *wire = udp_wire(u, x);
 	ss_codec_pkt_t p;
 	const char *why;
-	ssize_t n;
+	(void)r;
 
-	n = ss_udp_recv(a->io.fd, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), NULL, NULL, NULL,
-			NULL);
-	if (n == -EAGAIN || n == -EWOULDBLOCK)
-		return false;
-	if (n < 0) {
-		if (n == -EMSGSIZE)
-			ss_udp_drop(u, client, "answer too large");
-		/* An ICMP error: the server is not there. */
-		if (udp_icmp_error((int)-n)) {
-			udp_assoc_failover(u, a, (int)-n);
-			return false;
-		}
-		/* a datagram too large was still taken */
-		return n == -EMSGSIZE;
-	}
-	why = x->k->ops->udp_open_answer(x->k, x->rst, udp_ast(u, a), wire, (size_t)n, udp_now(u),
-					 &p);
+	why = x->k->ops->udp_open_answer(x->k, x->rst, udp_ast(u, a), buf + udp_wire(x), n,
+					 udp_now(u), &p);
 	if (why) {
 		const ss_server_t *s = &u->inst->servers.s[a->server];
 		char what[sizeof(s->name) + 80];
@@ -671,16 +669,17 @@ static bool udp_client_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	if (a->control)
 		ss_conn_touch(a->control);
 	u->stats.datagrams_out++;
-	int lfd = u->listeners[a->listener].io.fd;
+	ss_udp_listener_t *l = &u->listeners[a->listener];
 	if (u->redir) {
 		udp_redir_answer(u, a, &p);
 	} else if (u->socks5) {
 		uint8_t *h = p.addr_raw - 3;
 		h[0] = h[1] = h[2] = 0;
-		ss_udp_send(u, lfd, h, (size_t)(p.payload - h) + p.payload_len, client,
-			    a->peer_len);
+		udp_queue(u, l->io.fd, &l->sflags, h, (size_t)(p.payload - h) + p.payload_len,
+			  client, a->peer_len, NULL);
 	} else {
-		ss_udp_send(u, lfd, p.payload, p.payload_len, client, a->peer_len);
+		udp_queue(u, l->io.fd, &l->sflags, p.payload, p.payload_len, client, a->peer_len,
+			  NULL);
 	}
 	return true;
 }
@@ -707,7 +706,7 @@ static void udp_server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t 
 		memcpy(&mapped.sin6_addr.s6_addr[12], &in->sin_addr, 4);
 		to = (struct sockaddr *)&mapped;
 	}
-	ss_udp_send(u, a->io.fd, data, len, to, udp_salen(to));
+	udp_queue(u, a->io.fd, &a->sflags, data, len, to, udp_salen(to), NULL);
 }
 
 static void udp_dns_done(void *arg, int status, const struct sockaddr *sa, socklen_t len)
@@ -738,6 +737,8 @@ static void udp_dns_done(void *arg, int status, const struct sockaddr *sa, sockl
 		struct sockaddr_storage to = d->addr;
 		ss_sockaddr_set_port((struct sockaddr *)&to, d->pending_port);
 		udp_server_send(u, a, d->pending, d->pending_len, (struct sockaddr *)&to);
+		/* out of any batch: sent now, before the slot is reused */
+		udp_flush(u, false);
 	}
 	d->pending = NULL;
 }
@@ -834,138 +835,222 @@ static ss_udp_assoc_t *udp_server_assoc(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 	return a;
 }
 
-/* A datagram from a client: open it and send the payload to its target. */
-static bool udp_server_inbound(ss_udp_relay_t *u, ss_udp_listener_t *l)
+/* A datagram from a client (n bytes at buf + udp_wire): open it and queue
+ * the payload to its target. */
+static bool udp_server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
+			       const ss_udp_rxmsg_t *r)
 {
 	struct ss_instance *inst = u->inst;
-	struct sockaddr_storage from;
-	socklen_t fromlen = 0;
+	ss_udp_listener_t *l = w;
+	const struct sockaddr *from = (const struct sockaddr *)&r->from;
 	ss_udp_codec_t *x = &u->codecs[0];
-	uint8_t *wire = udp_wire(u, x);
 	ss_codec_t *k = x->k;
 	ss_codec_dgram_t d;
 	ss_codec_pkt_t p;
 	const char *why;
-	ssize_t n;
 
-	n = udp_listener_recv(u, l, wire, SS_UDP_BUF_SIZE - (size_t)(wire - u->buf), &from,
-			      &fromlen, NULL, NULL);
-	if (n < 0)
-		return n == UDP_TAKEN;
-	if (!ss_instance_client_allowed(inst, (struct sockaddr *)&from)) {
-		udp_refuse(u, (struct sockaddr *)&from, (struct sockaddr *)&from,
-			   "datagram refused", "client refused by the ACL");
+	u->stats.datagrams_in++;
+	if (!ss_instance_client_allowed(inst, from)) {
+		udp_refuse(u, from, from, "datagram refused", "client refused by the ACL");
 		return true;
 	}
 	/* The codec opens it as far as telling its association (the client's
 	 * address, or its session), then the rest against that association. */
-	why = k->ops->udp_open_request(k, x->rst, wire, (size_t)n, udp_now(u),
-				       (struct sockaddr *)&from, fromlen, &d);
+	why = k->ops->udp_open_request(k, x->rst, buf + udp_wire(x), n, udp_now(u), from,
+				       r->fromlen, &d);
 	ss_udp_assoc_t *a = why ? NULL
 				: (ss_udp_assoc_t *)ss_udp_table_find(
 				      &u->table, (struct sockaddr *)&d.key, d.key_len);
 	if (!why)
 		why = k->ops->udp_accept(k, x->rst, a ? udp_ast(u, a) : NULL, &d, udp_now(u), &p);
 	if (why) {
-		udp_refuse(u, (struct sockaddr *)&from, (struct sockaddr *)&from,
-			   "datagram refused", why);
+		udp_refuse(u, from, from, "datagram refused", why);
 		return true;
 	}
 	if (inst->cfg->mtu && p.payload_len > (size_t)inst->cfg->mtu) {
-		ss_udp_drop(u, (struct sockaddr *)&from, "larger than --mtu");
+		ss_udp_drop(u, from, "larger than --mtu");
 		return true;
 	}
 	if (a) {
 		ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
 		/* Answers follow the client to the address it last sent from. */
-		memcpy(&a->peer, &from, fromlen);
-		a->peer_len = fromlen;
+		memcpy(&a->peer, &r->from, r->fromlen);
+		a->peer_len = r->fromlen;
 		a->listener = l->index;
-	} else if (!(a = udp_server_assoc(u, &d, &from, fromlen, l->index))) {
-		ss_udp_drop(u, (struct sockaddr *)&from, "no association");
+	} else if (!(a = udp_server_assoc(u, &d, &r->from, r->fromlen, l->index))) {
+		ss_udp_drop(u, from, "no association");
 		return true;
 	}
 	ss_udp_to_target(u, a, &p.addr, p.payload, p.payload_len);
 	return true;
 }
 
-/* An answer from a target: wrap it with the target's address, seal it and
- * send it to the client. The answer lands at UDP_HEAD; its source address
- * goes right before it. */
-static bool udp_server_outbound(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+/* An answer from a target (n bytes at buf + UDP_HEAD): wrap it with the
+ * target's address, right before it, seal it and queue it to the client. */
+static bool udp_server_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
+				const ss_udp_rxmsg_t *r)
 {
 	struct ss_instance *inst = u->inst;
-	struct sockaddr_storage from;
-	socklen_t fromlen = 0;
-	uint8_t *data = u->buf + UDP_HEAD, *out;
+	ss_udp_assoc_t *a = w;
+	uint8_t *data = buf + UDP_HEAD, *out;
+	uint8_t hdr[SS_ADDR_MAX_ENCODED];
 	ss_addr_t src;
-	ssize_t n;
-	long w;
+	long sealed;
 
-	n = ss_udp_recv(a->io.fd, data, SS_UDP_BUF_SIZE - UDP_HEAD - inst->codec.udp_tail, &from,
-			&fromlen, NULL, NULL);
-	if (n == -EAGAIN || n == -EWOULDBLOCK)
-		return false;
-	if (n < 0) {
-		if (n == -EMSGSIZE)
-			ss_udp_drop(u, (struct sockaddr *)&a->peer, "answer too large");
-		/* a datagram too large was still taken; ICMP errors are the
-		 * target's side of the story */
-		return n == -EMSGSIZE;
-	}
-	if (inst->cfg->mtu && n > inst->cfg->mtu) {
+	if (inst->cfg->mtu && n > (size_t)inst->cfg->mtu) {
 		ss_udp_drop(u, (struct sockaddr *)&a->peer, "answer larger than --mtu");
 		return true;
 	}
-	if (ss_addr_from_sockaddr(&src, (struct sockaddr *)&from) < 0)
+	if (ss_addr_from_sockaddr(&src, (const struct sockaddr *)&r->from) < 0)
 		return true;
-	uint8_t hdr[SS_ADDR_MAX_ENCODED];
 	size_t hlen = ss_addr_encode(&src, hdr, sizeof(hdr));
 	memcpy(data - hlen, hdr, hlen);
 	ss_udp_codec_t *x = udp_codec(u, a);
-	w = x->k->ops->udp_seal(x->k, x->rst, udp_ast(u, a), u->buf, SS_UDP_BUF_SIZE, data - hlen,
-				hlen, (size_t)n, udp_now(u), &out);
-	if (w < 0) {
+	sealed = x->k->ops->udp_seal(x->k, x->rst, udp_ast(u, a), buf, SS_UDP_BUF_SIZE, data - hlen,
+				     hlen, n, udp_now(u), &out);
+	if (sealed < 0) {
 		ss_udp_drop(u, (struct sockaddr *)&a->peer, "sealing failed");
 		return true;
 	}
 	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
 	u->stats.datagrams_out++;
-	ss_udp_send(u, u->listeners[a->listener].io.fd, out, (size_t)w, (struct sockaddr *)&a->peer,
-		    a->peer_len);
+	ss_udp_listener_t *l = &u->listeners[a->listener];
+	udp_queue(u, l->io.fd, &l->sflags, out, (size_t)sealed, (struct sockaddr *)&a->peer,
+		  a->peer_len, NULL);
 	return true;
 }
 
 /* --- watchers --- */
 
-#define UDP_BATCH 32 /* datagrams per wake-up */
+#define UDP_PER_EVENT 32 /* datagrams read per readiness event, at most */
 
-/* Up to UDP_BATCH datagrams a wake-up: each step takes one (false when
- * the socket had none left), so one busy socket cannot starve the rest. */
+typedef bool (*udp_handler_t)(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
+			      const ss_udp_rxmsg_t *r);
+/* What a failed read means to the socket's owner: whether to read on. */
+typedef bool (*udp_rx_error_t)(ss_udp_relay_t *u, void *w, int err);
+
+/* Hands the datagram r, read into slot, to handle: whole, or, for a GRO
+ * buffer, segment by segment, each copied to a spare slot of its own (a
+ * codec works in place, with room around each datagram). Whether the
+ * socket's owner still stands. */
+static bool udp_dispatch(ss_udp_relay_t *u, void *w, uint8_t *slot, size_t off,
+			 const ss_udp_rxmsg_t *r, udp_handler_t handle)
+{
+	size_t at, len;
+
+	if (!r->seg || r->seg >= r->len)
+		return handle(u, w, slot, r->len, r);
+	u->io.stats.rx_gro++;
+	for (size_t i = 0; (len = ss_udp_gro_segment(r->len, r->seg, i, &at)) > 0; i++) {
+		uint8_t *s = ss_udp_io_spare(&u->io);
+		if (!s) {
+			udp_flush(u, false);
+			s = ss_udp_io_spare(&u->io);
+		}
+		memcpy(s + off, slot + off + at, len);
+		if (!handle(u, w, s, len, r))
+			return false;
+	}
+	return true;
+}
+
+/* One readiness event of a socket: what it has, up to UDP_PER_EVENT
+ * datagrams, read in batches (datagram i at slot i + off, at most cap
+ * bytes), handled in order and sent at the end of each batch. */
+static void udp_batch(ss_udp_relay_t *u, void *w, int fd, size_t off, size_t cap, bool want_dst,
+		      udp_handler_t handle, udp_rx_error_t on_error)
+{
+	size_t left = UDP_PER_EVENT;
+	bool go = true;
+
+	while (go && left > 0) {
+		size_t want = left < SS_UDP_BATCH ? left : SS_UDP_BATCH;
+		int n = ss_udp_io_recv(&u->io, fd, want, off, cap, want_dst);
+		if (n == 0)
+			break;
+		if (n < 0) {
+			go = on_error(u, w, -n);
+			left--;
+			continue;
+		}
+		left -= (size_t)n;
+		for (int i = 0; go && i < n; i++) {
+			const ss_udp_rxmsg_t *r = &u->io.rx[i];
+			if (r->truncated)
+				go = on_error(u, w, EMSGSIZE);
+			else
+				go = udp_dispatch(u, w, ss_udp_io_slot(&u->io, (size_t)i), off, r,
+						  handle);
+		}
+		udp_flush(u, true);
+		if ((size_t)n < want && !u->io.rx_err)
+			break;
+	}
+}
+
+static bool udp_listener_error(ss_udp_relay_t *u, void *w, int err)
+{
+	(void)w;
+	ss_udp_drop(u, NULL, err == EMSGSIZE ? "too large" : strerror(err));
+	return true;
+}
+
 static void udp_listener_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	ss_udp_listener_t *l = (ss_udp_listener_t *)w;
 	ss_udp_relay_t *u = l->relay;
-	bool (*step)(ss_udp_relay_t *, ss_udp_listener_t *) =
-	    u->client ? udp_client_inbound : udp_server_inbound;
+	size_t off;
 	(void)loop;
 	(void)revents;
 
-	for (int i = 0; i < UDP_BATCH && step(u, l); i++)
-		;
+	if (u->client) {
+		/* The server, and so the codec, is picked after the read: leave
+		 * room for the largest tag. */
+		off = udp_client_in_off(u);
+		udp_batch(u, l, w->fd, off, SS_UDP_BUF_SIZE - off - SS_CODEC_UDP_TAIL_MAX, u->redir,
+			  udp_client_inbound, udp_listener_error);
+	} else {
+		off = udp_wire(&u->codecs[0]);
+		udp_batch(u, l, w->fd, off, SS_UDP_BUF_SIZE - off, false, udp_server_inbound,
+			  udp_listener_error);
+	}
+}
+
+static bool udp_outbound_error(ss_udp_relay_t *u, void *w, int err)
+{
+	ss_udp_assoc_t *a = w;
+
+	if (err == EMSGSIZE) {
+		/* a datagram too large was still taken */
+		ss_udp_drop(u, (struct sockaddr *)&a->peer, "answer too large");
+		return true;
+	}
+	/* Clients: an ICMP error, the server is not there (the association may
+	 * end). A server's targets' ICMP errors are their side of the story. */
+	if (u->client && udp_icmp_error(err)) {
+		udp_flush(u, false);
+		udp_assoc_failover(u, a, err);
+	}
+	return false;
 }
 
 static void udp_outbound_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	ss_udp_assoc_t *a = w->data;
 	ss_udp_relay_t *u = a->relay;
-	bool (*step)(ss_udp_relay_t *, ss_udp_assoc_t *) =
-	    u->client ? udp_client_outbound : udp_server_outbound;
+	size_t off;
 	(void)loop;
 	(void)revents;
 
-	for (int i = 0; i < UDP_BATCH && step(u, a); i++)
-		;
+	if (u->client) {
+		off = udp_wire(udp_codec(u, a));
+		udp_batch(u, a, w->fd, off, SS_UDP_BUF_SIZE - off, false, udp_client_outbound,
+			  udp_outbound_error);
+	} else {
+		off = UDP_HEAD;
+		udp_batch(u, a, w->fd, off, SS_UDP_BUF_SIZE - off - u->inst->codec.udp_tail, false,
+			  udp_server_outbound, udp_outbound_error);
+	}
 }
 
 /* Releases what ss_udp_init made, in any state it leaves on failure. */
@@ -981,7 +1066,7 @@ static void udp_release(ss_udp_relay_t *u)
 	}
 	u->n_codecs = 0;
 	if (u->buf) {
-		munmap(u->buf, SS_UDP_BUF_SIZE * (1 + SS_UDP_DNS_SLOTS));
+		munmap(u->buf, SS_UDP_BUF_SIZE * (SS_UDP_SLOTS + SS_UDP_DNS_SLOTS));
 		u->buf = NULL;
 	}
 	ss_udp_table_free(&u->table);
@@ -1046,15 +1131,17 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, c
 		snprintf(err, errlen, "cannot reserve %zu UDP associations", max);
 		return rc;
 	}
-	u->buf = mmap(NULL, SS_UDP_BUF_SIZE * (1 + SS_UDP_DNS_SLOTS), PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* Pages are touched only as datagrams fill them. */
+	u->buf = mmap(NULL, SS_UDP_BUF_SIZE * (SS_UDP_SLOTS + SS_UDP_DNS_SLOTS),
+		      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (u->buf == MAP_FAILED) {
 		u->buf = NULL;
 		udp_release(u);
 		snprintf(err, errlen, "cannot reserve UDP buffers");
 		return -ENOMEM;
 	}
-	u->pending_area = u->buf + SS_UDP_BUF_SIZE;
+	u->pending_area = u->buf + SS_UDP_BUF_SIZE * SS_UDP_SLOTS;
+	ss_udp_io_init(&u->io, u->buf, SS_UDP_BUF_SIZE);
 	if ((rc = udp_codecs_init(u, err, errlen)) < 0) {
 		udp_release(u);
 		return rc;
@@ -1095,6 +1182,8 @@ int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len,
 		return fd;
 	}
 	ss_udp_listener_t *l = &u->listeners[u->n_listeners];
+	ss_udp_io_sock(&u->io, fd);
+	l->sflags = 0;
 	l->relay = u;
 	l->index = (uint8_t)u->n_listeners++;
 	ev_io_init(&l->io, udp_listener_cb, fd, EV_READ);
@@ -1109,6 +1198,13 @@ void ss_udp_free(ss_udp_relay_t *u)
 
 	if (!u->ready)
 		return;
+	const ss_udp_io_stats_t *st = &u->io.stats;
+	ss_info("udp: %" PRIu64 " datagrams in, %" PRIu64 " out; %" PRIu64 " reads, %" PRIu64
+		" of them batches; %" PRIu64 " GRO buffers; %" PRIu64 " sends, %" PRIu64
+		" of them batches; %" PRIu64 " GSO sends, refused on %" PRIu64 " sockets%s%s",
+		u->stats.datagrams_in, u->stats.datagrams_out, st->rx_calls, st->rx_batched,
+		st->rx_gro, st->tx_calls, st->tx_batched, st->tx_gso, st->gso_refused,
+		u->io.mmsg ? "" : " (no recvmmsg/sendmmsg)", u->io.gso ? "" : " (no GSO/GRO)");
 	while ((e = ss_udp_table_oldest(&u->table)))
 		udp_assoc_destroy(u, (ss_udp_assoc_t *)e);
 	for (ss_conn_t *c = u->controls; c; c = c->udp_next)

@@ -10,14 +10,16 @@
 #include "config/config.h"
 #include "net/resolver.h"
 #include "relay/udp_from.h"
+#include "relay/udp_io.h"
 #include "relay/udp_table.h"
 
 /* The UDP relay of one instance. Clients (ss-local, ss-tunnel, ss-redir) take the
  * datagrams on their listening socket and send each, sealed, to the server
  * from a socket of their own per client address; the server opens them and
  * sends the payload to its target from one socket per client association
- * (full cone), wrapping answers with the address they came from. One
- * datagram is handled at a time, whole, in one buffer of the relay. */
+ * (full cone), wrapping answers with the address they came from. What one
+ * readiness event finds on a socket is read, handled and sent as a batch
+ * (relay/udp_io.h), each datagram whole in a buffer of the relay's. */
 
 struct ss_instance;
 struct ss_conn;
@@ -35,6 +37,7 @@ typedef struct ss_udp_assoc {
 	uint8_t listener;        /* which listening socket the client talks to */
 	uint8_t server;          /* its codec in the relay: clients, the server it uses */
 	uint8_t family;          /* of the outbound socket */
+	uint8_t sflags;          /* the outbound socket's SS_UDP_SOCK_* */
 	struct ss_conn *control; /* ss-local: the SOCKS5 connection it belongs to */
 	/* Where answers go: the address the last valid datagram came from. */
 	struct sockaddr_storage peer;
@@ -58,6 +61,7 @@ typedef struct ss_udp_listener {
 	ev_io io;
 	struct ss_udp_relay *relay;
 	uint8_t index;
+	uint8_t sflags; /* SS_UDP_SOCK_* */
 } ss_udp_listener_t;
 
 /* Server: names of targets, resolved on the loop and kept for a short time;
@@ -101,13 +105,19 @@ typedef struct ss_udp_relay {
 	size_t n_listeners;
 	ev_timer expiry;
 	ev_tstamp timeout;
-	uint8_t *buf;
+	uint8_t *buf;          /* SS_UDP_SLOTS buffers (io), then pending_area */
 	uint8_t *pending_area; /* SS_UDP_DNS_SLOTS datagrams, touched only when used */
 	ss_udp_codec_t codecs[SS_MAX_SERVERS];
 	size_t n_codecs;
 	ss_udp_dns_t dns[SS_UDP_DNS_SLOTS];
 	struct ss_conn *controls; /* ss-local: UDP ASSOCIATE connections not yet matched */
 	ss_udp_stats_t stats;
+	ss_udp_io_t io;
+	/* Clients: associations whose server sent an ICMP error back to a
+	 * batch's send, failed over once the batch is sent. */
+	ss_udp_assoc_t *failed[SS_UDP_SLOTS];
+	int failed_err[SS_UDP_SLOTS];
+	size_t n_failed;
 	bool ready;
 } ss_udp_relay_t;
 

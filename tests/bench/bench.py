@@ -6,7 +6,7 @@ For each method and each implementation this starts, per run,
     ssload send --> ss-tunnel --> ss-server --> ssload sink        (upload)
     ssload send <-- ss-tunnel <-- ss-server <-- ssload sink        (download)
     ssload rr  <--> ss-tunnel <--> ss-server <--> ssload sink --echo (rr: short connections)
-    ssload udp-send <--> ss-tunnel -u <--> ss-server -u <--> ssload udp-echo        (udp)
+    ssload udp-send <--> ss-tunnel -u <--> ss-server -u <--> ssload udp-echo        (udp, udp16)
 
 and measures, over the transfer only, the CPU time (utime + stime from /proc/PID/stat) of each relay
 process, the wall time, and the peak RSS (VmHWM) of each relay. Runs alternate between the
@@ -45,7 +45,11 @@ GB = 1e9
 MIB = 1 << 20
 LOOPBACK = "127.0.0.1"
 DEFAULT_METHODS = "aes-256-gcm,chacha20-ietf-poly1305"
-SCENARIOS = ("upload", "download", "rr", "udp", "idle")
+SCENARIOS = ("upload", "download", "rr", "udp", "udp16", "idle")
+# udp: datagrams one by one as the window allows; udp16: bursts of UDP_BURST
+# sent together, the next once the whole burst is back (QUIC's shape).
+UDP_SCENARIOS = ("udp", "udp16")
+UDP_BURST = 16
 # shadowsocks-libev has no Shadowsocks 2022: for a 2022 method it runs the
 # AEAD method with the same cipher, the one a user would otherwise pick.
 LIBEV_STANDIN = {
@@ -394,7 +398,7 @@ OURS_ONLY = ("none", "bypass")
 
 def supports(impl, method, scenario=None):
     """Whether impl runs method (in scenario, when given)."""
-    if method == "bypass" and (scenario == "udp" or impl.name == "floor"):
+    if method == "bypass" and (scenario in UDP_SCENARIOS or impl.name == "floor"):
         return False
     if impl.scenarios is not None and scenario is not None and scenario not in impl.scenarios:
         return False
@@ -419,8 +423,9 @@ def run_client(argv, cfg, logdir):
     return json.loads(lines[-1])
 
 
-def run_udp_once(impl, method, cfg, logdir):
-    """One measured udp run: udp-send -> ss-tunnel -u -> ss-server -u -> udp-echo and back."""
+def run_udp_once(impl, method, cfg, logdir, burst=1):
+    """One measured udp run: udp-send -> ss-tunnel -u -> ss-server -u -> udp-echo and back;
+    with burst > 1, bursts of that many datagrams, one burst in flight."""
     procs = Procs(logdir)
     run_method = impl_method(impl, method)
     try:
@@ -459,7 +464,8 @@ def run_udp_once(impl, method, cfg, logdir):
         client = run_client(
             [cfg.ssload, "udp-send", "--connect", f"{LOOPBACK}:{tunnel_port}",
              "--count", str(cfg.udp_count), "--size", str(cfg.udp_size),
-             "--window", str(cfg.udp_window), "--clients", str(cfg.udp_clients),
+             "--window", str(burst if burst > 1 else cfg.udp_window), "--burst", str(burst),
+             "--clients", str(cfg.udp_clients),
              "--loss-after", str(cfg.udp_loss_after), "--timeout", str(cfg.timeout)],
             cfg, logdir)
         t1 = relays_times(relays)
@@ -498,7 +504,7 @@ def run_udp_once(impl, method, cfg, logdir):
         return {
             "impl": impl.name,
             "method": method,
-            "scenario": "udp",
+            "scenario": "udp16" if burst > 1 else "udp",
             "seconds": client["seconds"],
             "cpu_s": cpu,
             "user_s": user_seconds(t0, t1),
@@ -600,8 +606,8 @@ def run_idle_once(impl, method, cfg, logdir):
 
 def run_once(impl, method, scenario, cfg, logdir):
     """One measured run; returns a dict of raw figures. Raises BenchError."""
-    if scenario == "udp":
-        return run_udp_once(impl, method, cfg, logdir)
+    if scenario in UDP_SCENARIOS:
+        return run_udp_once(impl, method, cfg, logdir, UDP_BURST if scenario == "udp16" else 1)
     if scenario == "idle":
         return run_idle_once(impl, method, cfg, logdir)
     procs = Procs(logdir)
@@ -744,7 +750,7 @@ def figures(run):
                  total_cpu=total / n * 1e6, rate=run["conns_per_s"],
                  latency_p50=run["latency_us"]["p50"], latency_p99=run["latency_us"]["p99"],
                  tool_cpu=run["tool_cpu_s"] / n * 1e6)
-    elif run["scenario"] == "udp":
+    elif run["scenario"] in UDP_SCENARIOS:
         n = run["datagrams"]
         f.update(tunnel_cpu=cpu["ss-tunnel"] / n * 1e6, server_cpu=cpu["ss-server"] / n * 1e6,
                  total_cpu=total / n * 1e6, rate=run["datagrams_per_s"],
@@ -764,7 +770,7 @@ def figure_labels(scenario):
         cpu, rate = "KiB per idle connection", "connections opened/s"
     elif scenario == "rr":
         cpu, rate = "CPU µs/conn", "connections/s"
-    elif scenario == "udp":
+    elif scenario in UDP_SCENARIOS:
         cpu, rate = "CPU µs/datagram", "datagrams/s"
     else:
         cpu, rate = "CPU s/GB", "throughput MB/s"
@@ -776,9 +782,9 @@ def figure_labels(scenario):
     ]
     if scenario != "idle":
         labels += [("user_share", "share of relays CPU in user space %")]
-    if scenario in ("rr", "udp"):
+    if scenario in ("rr",) + UDP_SCENARIOS:
         labels += [("latency_p50", "latency p50 µs"), ("latency_p99", "latency p99 µs")]
-    if scenario == "udp":
+    if scenario in UDP_SCENARIOS:
         labels += [("lost", "datagrams lost (all runs)")]
     labels += [
         ("tunnel_rss_mib", "ss-tunnel peak RSS MiB"),
@@ -906,7 +912,7 @@ def fmt(value, key, scenario=None):
         return f"{value:.2f}"
     if key in SUM_FIGURES:
         return f"{value:.0f}"
-    if scenario == "udp" and key.endswith("_cpu"):
+    if scenario in UDP_SCENARIOS and key.endswith("_cpu"):
         return f"{value:.1f}"
     if key in ("rate", "latency_p50", "latency_p99") or key.endswith("_cpu") and (
             scenario == "rr" or value >= 100):
@@ -917,6 +923,7 @@ def fmt(value, key, scenario=None):
 
 
 OVERVIEW_UNITS = {"rr": ("µs/conn", "conn/s"), "udp": ("µs/dgram", "dgram/s"),
+                  "udp16": ("µs/dgram", "dgram/s"),
                   "idle": ("KiB/conn", "conn/s")}
 
 
@@ -934,6 +941,10 @@ def markdown(groups, impls, cfg, machine):
                      f"most {cfg.udp_window} in flight per client, {cfg.udp_clients} client "
                      f"socket(s); CPU per datagram covers its round trip (each relay handles it "
                      f"twice)")
+    if "udp16" in cfg.scenario_list:
+        tests.append(f"udp16: {cfg.udp_count} datagrams of {cfg.udp_size} bytes in bursts of "
+                     f"{UDP_BURST} sent at once (sendmmsg), each burst once the last is back, "
+                     f"{cfg.udp_clients} client socket(s); CPU per datagram as for udp")
     out.append(
         f"{machine['cpus']} CPUs ({machine['cpu_model']}), Linux {machine['kernel']}. "
         + "; ".join(tests) + ". "
@@ -974,6 +985,8 @@ def markdown(groups, impls, cfg, machine):
                 "download": f"download, {human_bytes(cfg.bytes)} target -> client",
                 "rr": f"rr, {cfg.rr_count} short connections",
                 "udp": f"udp, {cfg.udp_count} datagrams of {cfg.udp_size} bytes echoed",
+                "udp16": f"udp16, {cfg.udp_count} datagrams of {cfg.udp_size} bytes echoed in "
+                         f"bursts of {UDP_BURST}",
                 "idle": f"idle, {cfg.idle_conns} connections held after one request each"
                 }[g["scenario"]]
         # an implementation that does not run this test (libev: none; floor: udp) has no column
@@ -1242,8 +1255,8 @@ def main(argv):
                         "error": str(e), "logs": logdir}
             f = figures(run)
             unit = OVERVIEW_UNITS.get(scenario, ("s/GB", "MB/s"))
-            p = {"rr": 0, "udp": 1}.get(scenario, 3)
-            lost = f", {f['lost']} lost" if scenario == "udp" else ""
+            p = {"rr": 0, "udp": 1, "udp16": 1}.get(scenario, 3)
+            lost = f", {f['lost']} lost" if scenario in UDP_SCENARIOS else ""
             print(f"  {label}: relays {f['total_cpu']:.{p}f} {unit[0]} (tunnel "
                   f"{f['tunnel_cpu']:.{p}f}, server {f['server_cpu']:.{p}f}), {f['rate']:.0f} "
                   f"{unit[1]}{lost}, RSS {f['tunnel_rss_mib']:.1f}/{f['server_rss_mib']:.1f} MiB "
@@ -1256,7 +1269,7 @@ def main(argv):
             warm.bytes -= warm.bytes % args.conns
             warm.udp_count = min(args.udp_count, 10000)
             # a udp-only run warms up with udp, everything else with an upload
-            warm_test = "udp" if args.scenario_list == ["udp"] else "upload"
+            warm_test = "udp" if set(args.scenario_list) <= set(UDP_SCENARIOS) else "upload"
             for impl in impls.values():
                 wm = next((m for m in args.method_list if supports(impl, m)), "aes-256-gcm")
                 if not supports(impl, wm, warm_test):

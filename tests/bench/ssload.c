@@ -1183,6 +1183,7 @@ struct udp_send_opts {
 	uint64_t count;    /* datagrams in all */
 	uint32_t size;     /* bytes per datagram */
 	uint32_t window;   /* datagrams in flight per client, at most */
+	uint32_t burst;    /* datagrams sent together, each sendmmsg (1: as the window allows) */
 	uint32_t clients;  /* sockets, each its own association in a relay */
 	bool verify;       /* compare the payload, not only the header */
 	double timeout;    /* give up after this long */
@@ -1258,11 +1259,18 @@ static void udp_fill(struct udp_sender *s, struct udp_client *c)
 	uint32_t idx[UDP_BATCH];
 
 	while (!s->fatal && c->next_seq < c->goal && c->free_head != NO_SLOT) {
-		int n = 0, r;
+		int n = 0, r, most = UDP_BATCH;
 		double t;
 
-		while (n < UDP_BATCH && c->next_seq + (uint64_t)n < c->goal &&
-		       c->free_head != NO_SLOT) {
+		if (o->burst > 1) {
+			/* A whole burst or nothing (the last may be short). */
+			uint64_t want =
+			    c->goal - c->next_seq < o->burst ? c->goal - c->next_seq : o->burst;
+			if (o->window - c->inflight < want)
+				break;
+			most = (int)want;
+		}
+		while (n < most && c->next_seq + (uint64_t)n < c->goal && c->free_head != NO_SLOT) {
 			uint32_t i = c->free_head;
 			struct udp_slot *sl = &c->slots[i];
 			uint32_t tag = UDP_TAG ^ c->id;
@@ -1596,12 +1604,15 @@ static void help(FILE *f)
 	    "      --drop-every N and --corrupt-every N (leave unanswered, or alter, every Nth\n"
 	    "      datagram) exist to test the sender.\n"
 	    "  ssload udp-send --connect ADDR:PORT [--count N] [--size S] [--window W]\n"
-	    "              [--clients K] [--loss-after SECONDS] [--no-verify] [--timeout SECONDS]\n"
+	    "              [--clients K] [--burst B] [--loss-after SECONDS] [--no-verify]\n"
+	    "              [--timeout SECONDS]\n"
 	    "      Sends N datagrams (default 10000) of S bytes (16..65507, default 1200) to a\n"
 	    "      udp-echo, from K sockets (default 1) sharing N, each with at most W datagrams\n"
 	    "      in flight (default 32), and checks every answer. A datagram not back after\n"
 	    "      --loss-after (default 1 s) is lost. Reports datagrams/s and round-trip\n"
 	    "      latency; fails (status 1) if any datagram was lost or came back altered.\n"
+	    "      --burst B sends B datagrams at once in one sendmmsg, and only once the\n"
+	    "      window has room for all B (QUIC's shape: --burst 16 --window 16).\n"
 	    "  ssload selftest [--bytes N] [--udp-count N]\n"
 	    "      Runs each mode against an in-process sink or echo over loopback and checks the\n"
 	    "      counts.\n"
@@ -1632,6 +1643,7 @@ enum {
 	O_CONGESTION,
 	O_WINDOW,
 	O_CLIENTS,
+	O_BURST,
 	O_LOSS_AFTER,
 	O_DROP_EVERY,
 	O_CORRUPT_EVERY,
@@ -1881,6 +1893,7 @@ static int cmd_udp_send(int argc, char **argv)
 	    {"size", required_argument, NULL, O_SIZE},
 	    {"window", required_argument, NULL, O_WINDOW},
 	    {"clients", required_argument, NULL, O_CLIENTS},
+	    {"burst", required_argument, NULL, O_BURST},
 	    {"no-verify", no_argument, NULL, O_NO_VERIFY},
 	    {"timeout", required_argument, NULL, O_TIMEOUT},
 	    {"loss-after", required_argument, NULL, O_LOSS_AFTER},
@@ -1890,6 +1903,7 @@ static int cmd_udp_send(int argc, char **argv)
 	    .count = 10000,
 	    .size = 1200,
 	    .window = 32,
+	    .burst = 1,
 	    .clients = 1,
 	    .verify = true,
 	    .timeout = 600,
@@ -1928,6 +1942,12 @@ static int cmd_udp_send(int argc, char **argv)
 				usage_error("--clients must be 1..1024");
 			uo.clients = (uint32_t)v;
 			break;
+		case O_BURST:
+			v = opt_size("--burst", optarg);
+			if (v == 0 || v > UDP_BATCH)
+				usage_error("--burst must be 1..%d", UDP_BATCH);
+			uo.burst = (uint32_t)v;
+			break;
 		case O_NO_VERIFY:
 			uo.verify = false;
 			break;
@@ -1947,6 +1967,8 @@ static int cmd_udp_send(int argc, char **argv)
 		usage_error("udp-send: unexpected argument '%s'", argv[optind]);
 	if (!have_addr)
 		usage_error("udp-send: --connect is required");
+	if (uo.burst > uo.window)
+		usage_error("udp-send: --burst %u is more than --window %u", uo.burst, uo.window);
 	udp_send_run(&uo, &s);
 	udp_send_report(&s);
 	return udp_send_ok(&s) ? EXIT_OK : EXIT_FAILED;

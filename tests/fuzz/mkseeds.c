@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <netinet/udp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "fuzz_2022.h"
@@ -487,6 +489,35 @@ static void http(void)
 	http_seed("login_bad", 3, "Basic YWxpY2U=");
 }
 
+/* fuzz_udp_io: control data with a GRO segment size, as recvmsg gives it
+ * (its first bytes also read as a buffer length and a segment size), and
+ * a run of lengths for the GSO grouping. */
+static void udp_io(void)
+{
+	union {
+		struct cmsghdr align;
+		uint8_t b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct cmsghdr *c = &ctl.align;
+	int seg = 1200;
+	seed_t s = {.n = 0};
+
+	memset(&ctl, 0, sizeof(ctl));
+	c->cmsg_level = SOL_UDP;
+	c->cmsg_type = UDP_GRO;
+	c->cmsg_len = CMSG_LEN(sizeof(seg));
+	memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+	put("fuzz_udp_io", "gro_cmsg", ctl.b, sizeof(ctl.b));
+	/* seg_max 1473, 17 segments, 65000 bytes; 16 x 1200 and a short one */
+	add_bytes(&s, 4, 0x5c, 16, 0xfd, 0xe8);
+	for (int i = 0; i < 16; i++)
+		add_bytes(&s, 2, 1200 >> 8, 1200 & 0xff);
+	add_bytes(&s, 2, 0, 80);
+	put("fuzz_udp_io", "gso_run", s.b, s.n);
+	/* a 19200-byte buffer of 1200-byte segments */
+	put("fuzz_udp_io", "gro_split", (const uint8_t[]){0, 0x4b, 0, 0x04, 0xb0, 1}, 6);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -501,6 +532,7 @@ int main(int argc, char **argv)
 	config();
 	aead();
 	aead2022();
+	udp_io();
 	choices("fuzz_aead_sealed", 20, 1);
 	choices("fuzz_aead2022_sealed", 256, 13);
 	choices("fuzz_aead2022_udp_sealed", 256, 13);
