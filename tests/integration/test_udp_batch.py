@@ -110,16 +110,16 @@ class BurstEcho:
 
 def summary(prog):
     """The fields of the UDP summary a program (Server or Client) logs at
-    exit."""
+    exit, summed over its workers (one line each)."""
     prog = prog.program
     prog.terminate()
-    m = SUMMARY.search(prog.output())
-    assert m, "no UDP summary in the log of %s:\n%s" % (prog.name, prog.output()[-3000:])
+    ms = list(SUMMARY.finditer(prog.output()))
+    assert ms, "no UDP summary in the log of %s:\n%s" % (prog.name, prog.output()[-3000:])
     keys = ("in", "out", "reads", "rx_batches", "gro", "sends", "tx_batches", "gso",
             "gso_refused")
-    out = {k: int(v) for k, v in zip(keys, m.groups()[:9])}
-    out["no_mmsg"] = m.group(10) is not None
-    out["no_gso"] = m.group(11) is not None
+    out = {k: sum(int(m.group(i + 1)) for m in ms) for i, k in enumerate(keys)}
+    out["no_mmsg"] = all(m.group(10) is not None for m in ms)
+    out["no_gso"] = all(m.group(11) is not None for m in ms)
     return out
 
 
