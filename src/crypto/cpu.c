@@ -38,6 +38,8 @@ static unsigned cpu_probe(void)
 		ymm = (x & 0x6) == 0x6;
 		zmm = ymm && (x & 0xe0) == 0xe0;
 	}
+	if (ymm && (c & bit_AVX))
+		f |= SS_CPU_AVX;
 	if (max < 7 || !ymm)
 		return f;
 	__cpuid_count(7, 0, a, b, c, d);
@@ -88,7 +90,7 @@ const char *ss_cpu_names(unsigned bits, char *buf, size_t len)
 {
 	static const char *const names[] = {"aes",        "pclmul",  "ssse3",     "sse4.1",
 					    "avx2",       "avx512f", "avx512bw",  "avx512vl",
-					    "avx512ifma", "vaes",    "vpclmulqdq"};
+					    "avx512ifma", "vaes",    "vpclmulqdq", "avx"};
 	size_t used = 0;
 
 	if (len)

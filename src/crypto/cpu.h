@@ -22,6 +22,7 @@ enum {
 	SS_CPU_AVX512IFMA = 1u << 8,
 	SS_CPU_VAES = 1u << 9,
 	SS_CPU_VPCLMULQDQ = 1u << 10,
+	SS_CPU_AVX = 1u << 11,
 };
 
 /* The SS_CPU_* bits this machine has (0 off x86-64). */
