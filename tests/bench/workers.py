@@ -12,7 +12,8 @@ exits). Runs alternate between the servers; the report gives medians.
 
 Standard library only; run with /usr/bin/python3:
 
-    /usr/bin/python3 tests/bench/workers.py --ours build [--conns 8] [--bytes 1G] [--runs 3]
+    /usr/bin/python3 tests/bench/workers.py --ours build [--conns 8] [--bytes 1G] [--runs 3] \
+        [--svg docs/performance-workers.svg]
 """
 
 import argparse
@@ -90,6 +91,9 @@ def main(argv):
     p.add_argument("--bytes", type=bench.parse_size, default=1 << 30)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--timeout", type=int, default=120)
+    p.add_argument("--svg", metavar="FILE",
+                   help="also draw the throughput of each worker (a stacked bar per server) "
+                        "to FILE")
     cfg = p.parse_args(argv)
     cfg.pin = {}
     ours = os.path.join(cfg.ours, "ss-server")
@@ -102,6 +106,7 @@ def main(argv):
           f"each (medians); {os.cpu_count()} CPUs; client relay: our ss-tunnel\n")
     print("| method | server | MB/s | server CPU s/GB | tunnel CPU s/GB | bytes per worker |")
     print("|---|---|---:|---:|---:|---|")
+    chart = []
     for method in cfg.methods.split(","):
         results = {name: [] for name, _, _ in servers}
         for _ in range(cfg.runs):
@@ -122,10 +127,52 @@ def main(argv):
                                  for w in range(workers))
                 per += " (min over runs %.0f%%)" % (100 * min(min(f) for f in fracs))
             s_gb = statistics.median(r["server_s_gb"] for r in rs)
+            mb_s = statistics.median(r["mb_s"] for r in rs)
+            if workers > 1:
+                split = [mb_s * statistics.median(f[w] for f in fracs) for w in range(workers)]
+            else:
+                split = [mb_s]
+            chart.append((method, name, split))
             print("| %s | %s | %.0f | %.3f (%.2fx w1) | %.3f | %s |" % (
                 method, name, statistics.median(r["mb_s"] for r in rs), s_gb, s_gb / base,
                 statistics.median(r["tunnel_s_gb"] for r in rs), per or "-"))
+    if cfg.svg:
+        with open(cfg.svg, "w") as f:
+            f.write(svg_chart(chart, cfg))
     return 0
+
+
+def svg_chart(rows, cfg):
+    """A horizontal bar per method and server, MB/s relayed, split into
+    each worker's share (medians over the runs)."""
+    colors = ["#2b6cb0", "#68a0d8", "#2f855a", "#68d391", "#805ad5", "#b794f4", "#d69e2e",
+              "#f6e05e"]
+    top = max(sum(split) for _, _, split in rows) or 1.0
+    left, bar, gap, width = 330, 18, 6, 820
+    scale = (width - left - 80) / top
+    h = 50 + len(rows) * (bar + gap) + 40
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<text x="10" y="20" font-size="14">MB/s through ss-server, {cfg.conns} bulk '
+           f'connections, split by worker (medians of {cfg.runs} runs)</text>']
+    y = 40
+    for method, name, split in rows:
+        out.append(f'<text x="10" y="{y + bar - 5}">{method}, {name}</text>')
+        x = left
+        for w, v in enumerate(split):
+            wd = max(1, int(v * scale))
+            color = colors[w % len(colors)] if not name.startswith("libev") else "#c05621"
+            out.append(f'<rect x="{x}" y="{y}" width="{wd}" height="{bar}" fill="{color}"/>')
+            if len(split) > 1:
+                out.append(f'<text x="{x + 4}" y="{y + bar - 5}" fill="white">w{w} '
+                           f'{v:.0f}</text>')
+            x += wd
+        out.append(f'<text x="{x + 4}" y="{y + bar - 5}">{sum(split):.0f}</text>')
+        y += bar + gap
+    out.append(f'<text x="10" y="{y + 20}">ss-tunnel (one worker) in front; CPUs: '
+               f'{os.cpu_count()}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":
