@@ -88,8 +88,8 @@ unsigned ss_cpu_features(void)
 
 const char *ss_cpu_names(unsigned bits, char *buf, size_t len)
 {
-	static const char *const names[] = {"aes",        "pclmul",  "ssse3",     "sse4.1",
-					    "avx2",       "avx512f", "avx512bw",  "avx512vl",
+	static const char *const names[] = {"aes",        "pclmul",  "ssse3",      "sse4.1",
+					    "avx2",       "avx512f", "avx512bw",   "avx512vl",
 					    "avx512ifma", "vaes",    "vpclmulqdq", "avx"};
 	size_t used = 0;
 

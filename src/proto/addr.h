@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 /* Shadowsocks / SOCKS5 address: ATYP (1 IPv4, 3 domain, 4 IPv6), address,
@@ -36,6 +37,14 @@ int ss_addr_parse(const uint8_t *buf, size_t len, ss_addr_t *out, size_t *used);
 
 /* Encodes a into out. Returns the length, or 0 when cap is too small. */
 size_t ss_addr_encode(const ss_addr_t *a, uint8_t *out, size_t cap);
+
+/* An IPv4 or IPv6 socket address in 28 bytes (sockaddr_storage takes 128):
+ * for what only ever holds a TCP or UDP peer, such as a connection slot's. */
+typedef union ss_inaddr {
+	struct sockaddr sa;
+	struct sockaddr_in sin;
+	struct sockaddr_in6 sin6;
+} ss_inaddr_t;
 
 /* IPv4/IPv6 address to sockaddr. -EINVAL for a domain. */
 int ss_addr_to_sockaddr(const ss_addr_t *a, struct sockaddr_storage *ss, socklen_t *len);

@@ -138,7 +138,7 @@ typedef struct ss_conn {
 	ev_tstamp last_active;
 	ev_tstamp deadline_connect;
 	ss_addr_t target;
-	struct sockaddr_storage peer; /* inbound peer */
+	ss_inaddr_t peer; /* inbound peer (a listener takes IPv4 and IPv6 alone) */
 	ss_resolve_req_t lookup;
 	struct ss_conn *next_closed;
 	struct ss_udp_assoc *udp_assoc; /* UDP_CONTROL: the association it holds */

@@ -34,8 +34,8 @@ static void redir_accepted(ss_conn_t *c)
 	if (rc < 0) {
 		/* A client that came straight to the port, or a firewall rule
 		 * of the other kind (-T or not): nowhere to relay to. */
-		ss_refused_note(&c->inst->refused, (const struct sockaddr *)&c->peer,
-				"%s %s: closed: %s", c->action, ss_conn_peer(c, peer, sizeof(peer)),
+		ss_refused_note(&c->inst->refused, &c->peer.sa, "%s %s: closed: %s", c->action,
+				ss_conn_peer(c, peer, sizeof(peer)),
 				rc != -ENOENT     ? strerror(-rc)
 				: cfg->tcp_tproxy ? "not sent here by a TPROXY rule (it came to "
 						    "the proxy's own address and port)"

@@ -142,6 +142,18 @@ static void program_share_cb(void *arg, const char *url, bool placeholder, const
 
 /* The one method the program runs: ss-server's, or the one all of a
  * client's servers share; NULL when they differ. */
+/* A start that failed after the workers were set up: says why (to the log
+ * and to a waiting parent or systemd), releases everything, exit code 1. */
+static int program_fail(program_t *p, ss_config_t *cfg, const char *err)
+{
+	ss_err("%s", err);
+	ss_proc_daemon_ready(&p->notify, err);
+	ss_workers_destroy(&p->workers);
+	ss_instance_destroy(p->inst);
+	ss_config_clear(cfg);
+	return 1;
+}
+
 static const ss_method_t *program_method(const ss_config_t *cfg)
 {
 	const ss_method_t *m = cfg->method;
@@ -241,14 +253,8 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		ss_workers_forked(&p.workers);
 		ss_log_to_syslog(); /* stderr is /dev/null now */
 	}
-	if (cfg.user[0] && ss_proc_drop_user(cfg.user, err, sizeof(err)) < 0) {
-		ss_err("%s", err);
-		ss_proc_daemon_ready(&p.notify, err);
-		ss_workers_destroy(&p.workers);
-		ss_instance_destroy(p.inst);
-		ss_config_clear(&cfg);
-		return 1;
-	}
+	if (cfg.user[0] && ss_proc_drop_user(cfg.user, err, sizeof(err)) < 0)
+		return program_fail(&p, &cfg, err);
 	const ss_method_t *m = program_method(&cfg);
 	if (m)
 		ss_notice("%s %s started, method %s (%s)", name, SS_VERSION, m->name,
@@ -259,14 +265,8 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 
 	if (cfg.workers > 1)
 		ss_notice("%d workers, each a loop on a thread of its own", cfg.workers);
-	if (ss_workers_start(&p.workers, err, sizeof(err)) < 0) {
-		ss_err("%s", err);
-		ss_proc_daemon_ready(&p.notify, err);
-		ss_workers_destroy(&p.workers);
-		ss_instance_destroy(p.inst);
-		ss_config_clear(&cfg);
-		return 1;
-	}
+	if (ss_workers_start(&p.workers, err, sizeof(err)) < 0)
+		return program_fail(&p, &cfg, err);
 	ss_instance_set_cb(p.inst, program_event_cb, &p);
 	ev_signal_init(&sigint, program_signal_cb, SIGINT);
 	ev_signal_init(&sigterm, program_signal_cb, SIGTERM);

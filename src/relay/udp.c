@@ -342,11 +342,10 @@ static ss_conn_t **udp_control_for(ss_udp_relay_t *u, const struct sockaddr *cli
 {
 	for (ss_conn_t **pp = &u->controls; *pp; pp = &(*pp)->udp_next) {
 		ss_conn_t *c = *pp;
-		struct sockaddr_storage want = c->peer;
-		ss_sockaddr_set_port((struct sockaddr *)&want,
+		ss_inaddr_t want = c->peer;
+		ss_sockaddr_set_port(&want.sa,
 				     c->target.port ? c->target.port : ss_sockaddr_port(client));
-		if (want.ss_family == client->sa_family &&
-		    ss_udp_addr_equal((struct sockaddr *)&want, client))
+		if (want.sa.sa_family == client->sa_family && ss_udp_addr_equal(&want.sa, client))
 			return pp;
 	}
 	return NULL;

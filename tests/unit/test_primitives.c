@@ -404,13 +404,15 @@ static void test_vector_state_clean(void **state)
 			assert_int_equal(be->aead_seal(&a, nonce, buf, buf, 1200), 0);
 			assert_true(xinuse(&bits));
 			if (bits & 0x44)
-				fail_msg("%s, %s: seal left the upper vector state dirty (XINUSE %#llx)",
-					 algs[g].name, be->name, (unsigned long long)bits);
+				fail_msg(
+				    "%s, %s: seal left the upper vector state dirty (XINUSE %#llx)",
+				    algs[g].name, be->name, (unsigned long long)bits);
 			assert_int_equal(be->aead_open(&a, nonce, back, buf, sizeof(buf)), 0);
 			assert_true(xinuse(&bits));
 			if (bits & 0x44)
-				fail_msg("%s, %s: open left the upper vector state dirty (XINUSE %#llx)",
-					 algs[g].name, be->name, (unsigned long long)bits);
+				fail_msg(
+				    "%s, %s: open left the upper vector state dirty (XINUSE %#llx)",
+				    algs[g].name, be->name, (unsigned long long)bits);
 			be->aead_free(&a);
 		}
 	}
