@@ -199,13 +199,7 @@ static void udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 
 static void udp_arm_expiry(ss_udp_relay_t *u)
 {
-	ev_tstamp at = ss_udp_table_idle_wait(&u->table, ev_now(u->loop), u->timeout);
-
-	ev_timer_stop(u->loop, &u->expiry);
-	if (at > 0) {
-		ev_timer_set(&u->expiry, at, 0.);
-		ev_timer_start(u->loop, &u->expiry);
-	}
+	ss_udp_table_arm(&u->table, u->loop, &u->expiry, u->timeout);
 }
 
 static void udp_expiry_cb(struct ev_loop *loop, ev_timer *w, int revents)

@@ -20,13 +20,7 @@ static void udp_from_close(ss_udp_from_t *f, udp_from_entry_t *e)
 
 static void udp_from_arm(ss_udp_from_t *f)
 {
-	ev_tstamp at = ss_udp_table_idle_wait(&f->table, ev_now(f->loop), f->timeout);
-
-	ev_timer_stop(f->loop, &f->expiry);
-	if (at > 0) {
-		ev_timer_set(&f->expiry, at, 0.);
-		ev_timer_start(f->loop, &f->expiry);
-	}
+	ss_udp_table_arm(&f->table, f->loop, &f->expiry, f->timeout);
 }
 
 static void udp_from_expiry_cb(struct ev_loop *loop, ev_timer *w, int revents)

@@ -187,13 +187,15 @@ ss_udp_entry_t *ss_udp_table_expired(ss_udp_table_t *t, double now, double timeo
 	return NULL;
 }
 
-double ss_udp_table_idle_wait(ss_udp_table_t *t, double now, double timeout)
+void ss_udp_table_arm(ss_udp_table_t *t, struct ev_loop *loop, ev_timer *timer, double timeout)
 {
 	ss_udp_entry_t *oldest = ss_udp_table_oldest(t);
 	double at;
 
+	ev_timer_stop(loop, timer);
 	if (!oldest)
-		return 0;
-	at = oldest->last_active + timeout - now;
-	return at > 0.01 ? at : 0.01;
+		return;
+	at = oldest->last_active + timeout - ev_now(loop);
+	ev_timer_set(timer, at > 0.01 ? at : 0.01, 0.);
+	ev_timer_start(loop, timer);
 }

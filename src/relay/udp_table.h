@@ -1,6 +1,7 @@
 #ifndef SS_RELAY_UDP_TABLE_H
 #define SS_RELAY_UDP_TABLE_H
 
+#include <ev.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,10 +62,11 @@ void ss_udp_table_put(ss_udp_table_t *t, ss_udp_entry_t *e);
 /* The least recently used entry if it has been idle for timeout seconds at
  * now, else NULL. */
 ss_udp_entry_t *ss_udp_table_expired(ss_udp_table_t *t, double now, double timeout);
-/* Seconds from now until the least recently used entry will have been idle
- * for timeout (at least 0.01), or 0 when the table is empty: when an
- * expiry timer should next look. */
-double ss_udp_table_idle_wait(ss_udp_table_t *t, double now, double timeout);
+/* Sets timer (an ev_timer set up by the caller, whose callback takes the
+ * expired entries) to fire when the least recently used entry will have
+ * been idle for timeout seconds, at least 0.01 s from the loop's now; stops
+ * it when the table is empty. */
+void ss_udp_table_arm(ss_udp_table_t *t, struct ev_loop *loop, ev_timer *timer, double timeout);
 /* Same keys, including the port (IPv4-mapped IPv6 equals IPv4). */
 bool ss_udp_addr_equal(const struct sockaddr *a, const struct sockaddr *b);
 

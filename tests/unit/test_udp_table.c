@@ -415,6 +415,59 @@ static void test_expired_edge(void **state)
 	ss_udp_table_free(&t);
 }
 
+static void arm_never_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+}
+
+/* The expiry timer follows the least recently used entry, never fires
+ * sooner than 10 ms from now, and stops with the table empty. */
+static void test_arm(void **state)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	ss_udp_table_t t;
+	ev_timer timer;
+	struct sockaddr_storage ka = v4("192.0.2.1", 53), kb = v4("192.0.2.2", 53);
+	(void)state;
+
+	assert_non_null(loop);
+	ev_init(&timer, arm_never_cb);
+	assert_int_equal(ss_udp_table_init(&t, sizeof(assoc_t), sizeof(assoc_t), 4), 0);
+	ss_udp_table_arm(&t, loop, &timer, 5.0);
+	assert_false(ev_is_active(&timer));
+
+	double now = ev_now(loop);
+	assoc_t *a = add(&t, &ka, now - 2.0);
+	ss_udp_table_arm(&t, loop, &timer, 5.0);
+	assert_true(ev_is_active(&timer));
+	assert_true(ev_timer_remaining(loop, &timer) > 2.9);
+	assert_true(ev_timer_remaining(loop, &timer) < 3.001);
+
+	/* A newer entry does not move it; once the oldest is active again, the
+	 * next oldest sets it. */
+	assoc_t *b = add(&t, &kb, now);
+	ss_udp_table_arm(&t, loop, &timer, 5.0);
+	assert_true(ev_timer_remaining(loop, &timer) < 3.001);
+	ss_udp_table_touch(&t, &a->entry, now + 1.0);
+	ss_udp_table_arm(&t, loop, &timer, 5.0);
+	assert_true(ev_timer_remaining(loop, &timer) > 4.9);
+	assert_true(ev_timer_remaining(loop, &timer) < 5.001);
+
+	/* Overdue: as soon as allowed, not at once. */
+	ss_udp_table_arm(&t, loop, &timer, 0.0);
+	assert_true(ev_timer_remaining(loop, &timer) > 0.009);
+	assert_true(ev_timer_remaining(loop, &timer) < 0.011);
+
+	drop(&t, a);
+	drop(&t, b);
+	ss_udp_table_arm(&t, loop, &timer, 5.0);
+	assert_false(ev_is_active(&timer));
+	ss_udp_table_free(&t);
+	ev_loop_destroy(loop);
+}
+
 static void test_full_evict(void **state)
 {
 	ss_udp_table_t t;
@@ -717,12 +770,19 @@ static void test_model(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_init_errors),    cmocka_unit_test(test_keep_from),
-	    cmocka_unit_test(test_add_find),       cmocka_unit_test(test_addr_equal),
-	    cmocka_unit_test(test_mapped_is_ipv4), cmocka_unit_test(test_ports_distinguish),
-	    cmocka_unit_test(test_lru_touch),      cmocka_unit_test(test_expired_edge),
-	    cmocka_unit_test(test_full_evict),     cmocka_unit_test(test_eviction_order),
-	    cmocka_unit_test(test_one_bucket),     cmocka_unit_test(test_many),
+	    cmocka_unit_test(test_init_errors),
+	    cmocka_unit_test(test_keep_from),
+	    cmocka_unit_test(test_add_find),
+	    cmocka_unit_test(test_addr_equal),
+	    cmocka_unit_test(test_mapped_is_ipv4),
+	    cmocka_unit_test(test_ports_distinguish),
+	    cmocka_unit_test(test_lru_touch),
+	    cmocka_unit_test(test_expired_edge),
+	    cmocka_unit_test(test_arm),
+	    cmocka_unit_test(test_full_evict),
+	    cmocka_unit_test(test_eviction_order),
+	    cmocka_unit_test(test_one_bucket),
+	    cmocka_unit_test(test_many),
 	    cmocka_unit_test(test_model),
 	};
 
