@@ -127,6 +127,15 @@ int ss_addr_to_sockaddr(const ss_addr_t *a, struct sockaddr_storage *ss, socklen
 	return -EINVAL;
 }
 
+socklen_t ss_inaddr_set(ss_inaddr_t *dst, const struct sockaddr *sa, socklen_t len)
+{
+	if (len > sizeof(*dst))
+		len = sizeof(*dst);
+	memset(dst, 0, sizeof(*dst));
+	memcpy(dst, sa, len);
+	return len;
+}
+
 int ss_addr_from_sockaddr(ss_addr_t *a, const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET) {

@@ -46,6 +46,10 @@ typedef union ss_inaddr {
 	struct sockaddr_in6 sin6;
 } ss_inaddr_t;
 
+/* Copies sa (len bytes, an IPv4 or IPv6 address) into *dst, at most its 28
+ * bytes, the rest zeroed. Returns the length stored. */
+socklen_t ss_inaddr_set(ss_inaddr_t *dst, const struct sockaddr *sa, socklen_t len);
+
 /* IPv4/IPv6 address to sockaddr. -EINVAL for a domain. */
 int ss_addr_to_sockaddr(const ss_addr_t *a, struct sockaddr_storage *ss, socklen_t *len);
 /* sockaddr (AF_INET/AF_INET6; a v4-mapped v6 becomes IPv4) to address.

@@ -363,8 +363,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	c->srv_next = NULL;
 	c->next_closed = NULL;
 	c->action = inst->ops->name;
-	memset(&c->peer, 0, sizeof(c->peer));
-	memcpy(&c->peer, peer, peerlen < sizeof(c->peer) ? peerlen : sizeof(c->peer));
+	ss_inaddr_set(&c->peer, peer, peerlen);
 	for (int d = 0; d < 2; d++) {
 		ss_dir_t *dir = &c->dir[d];
 		dir->buf = NULL;

@@ -20,6 +20,9 @@
 #include "util/log.h"
 #include "util/result.h"
 
+/* Per association, before its codec states: three cache lines. */
+_Static_assert(sizeof(ss_udp_assoc_t) <= 192, "ss_udp_assoc_t grew past 192 bytes");
+
 #define UDP_DNS_TTL 30.0
 /* Where a datagram's payload (or its address) starts in the relay buffer:
  * room before it for the largest header a codec puts in front (with identity
@@ -290,8 +293,7 @@ static ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr
 		return NULL;
 	}
 	a->relay = u;
-	memcpy(&a->peer, client, clen);
-	a->peer_len = clen;
+	a->peer_len = ss_inaddr_set(&a->peer, client, clen);
 	a->listener = listener;
 	a->server = (uint8_t)srv;
 	fd = udp_assoc_socket(u, a);
@@ -532,11 +534,12 @@ static const char *udp_redir_target(ss_udp_relay_t *u, const struct sockaddr_sto
  * from, the one the client sent to. */
 static void udp_redir_answer(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_codec_pkt_t *p)
 {
-	struct sockaddr_storage src, to = a->peer;
+	struct sockaddr_storage src, to;
 	socklen_t slen, tlen = a->peer_len;
 	char why[96];
 	int fd;
 
+	memcpy(&to, &a->peer, tlen);
 	if (ss_addr_to_sockaddr(&p->addr, &src, &slen) < 0) {
 		ss_udp_drop(u, (struct sockaddr *)&to, "an answer from a name, not an address");
 		return;
@@ -867,8 +870,7 @@ static bool udp_server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t 
 	if (a) {
 		ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
 		/* Answers follow the client to the address it last sent from. */
-		memcpy(&a->peer, &r->from, r->fromlen);
-		a->peer_len = r->fromlen;
+		a->peer_len = ss_inaddr_set(&a->peer, (struct sockaddr *)&r->from, r->fromlen);
 		a->listener = l->index;
 	} else if (!(a = udp_server_assoc(u, &d, &r->from, r->fromlen, l->index))) {
 		ss_udp_drop(u, from, "no association");

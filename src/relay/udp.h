@@ -40,7 +40,7 @@ typedef struct ss_udp_assoc {
 	uint8_t sflags;          /* the outbound socket's SS_UDP_SOCK_* */
 	struct ss_conn *control; /* ss-local: the SOCKS5 connection it belongs to */
 	/* Where answers go: the address the last valid datagram came from. */
-	struct sockaddr_storage peer;
+	ss_inaddr_t peer;
 	socklen_t peer_len;
 	/* Kept with the table slot across associations (keep_from): the codec
 	 * classes (struct ss_instance classes) whose state the slot has set

@@ -157,10 +157,7 @@ ss_udp_entry_t *ss_udp_table_add(ss_udp_table_t *t, const struct sockaddr *key, 
 	if (!e)
 		return NULL;
 	memset(e, 0, t->keep_from);
-	if (key_len > sizeof(e->key))
-		key_len = sizeof(e->key);
-	memcpy(&e->key, key, key_len);
-	e->key_len = key_len;
+	e->key_len = ss_inaddr_set(&e->key, key, key_len);
 	e->hash = udp_hash(t, key);
 	e->last_active = now;
 	ss_udp_entry_t **b = &t->buckets[e->hash & (t->nbuckets - 1)];

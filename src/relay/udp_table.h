@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "proto/addr.h"
 #include "util/pool.h"
 
 /* The UDP association table: entries keyed by the client's address (or,
@@ -21,7 +22,7 @@ typedef struct ss_udp_entry {
 	void *pool_link; /* first: the pool's free list writes here */
 	struct ss_udp_entry *hnext;
 	struct ss_udp_entry *prev, *next; /* LRU: head is the most recent */
-	struct sockaddr_storage key;
+	ss_inaddr_t key;                  /* an IPv4/IPv6 address, or a session laid out as IPv6 */
 	socklen_t key_len;
 	uint32_t hash;
 	double last_active;
