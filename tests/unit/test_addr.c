@@ -334,6 +334,35 @@ static void test_sockaddr_port(void **state)
 	assert_int_equal(ss_sockaddr_port((struct sockaddr *)&in6), 65535);
 }
 
+/* An address into the 28-byte union: its own length kept, the rest zeroed
+ * (table keys are compared and hashed whole), a longer length clamped. */
+static void test_inaddr_set(void **state)
+{
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(53)};
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_port = htons(443)};
+	struct sockaddr_storage big;
+	ss_inaddr_t a, zero;
+	(void)state;
+
+	memset(&zero, 0, sizeof(zero));
+	inet_pton(AF_INET, "192.0.2.7", &in.sin_addr);
+	inet_pton(AF_INET6, "2001:db8::9", &in6.sin6_addr);
+	memset(&a, 0xa5, sizeof(a));
+	assert_int_equal(ss_inaddr_set(&a, (struct sockaddr *)&in, sizeof(in)), sizeof(in));
+	assert_memory_equal(&a.sin, &in, sizeof(in));
+	assert_memory_equal((uint8_t *)&a + sizeof(in), (uint8_t *)&zero + sizeof(in),
+			    sizeof(a) - sizeof(in));
+
+	memset(&a, 0xa5, sizeof(a));
+	assert_int_equal(ss_inaddr_set(&a, (struct sockaddr *)&in6, sizeof(in6)), sizeof(in6));
+	assert_memory_equal(&a.sin6, &in6, sizeof(in6));
+
+	memset(&big, 0x5a, sizeof(big));
+	memcpy(&big, &in6, sizeof(in6));
+	assert_int_equal(ss_inaddr_set(&a, (struct sockaddr *)&big, sizeof(big)), sizeof(a));
+	assert_memory_equal(&a.sin6, &in6, sizeof(in6));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +381,7 @@ int main(void)
 	    cmocka_unit_test(test_format),
 	    cmocka_unit_test(test_sockaddr_format),
 	    cmocka_unit_test(test_sockaddr_port),
+	    cmocka_unit_test(test_inaddr_set),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
