@@ -71,12 +71,17 @@ int ss_sock_listen_tcp(const struct sockaddr *addr, socklen_t len, const ss_sock
 		int qlen = 256;
 		setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN, &qlen, sizeof(qlen));
 	}
-	if (bind(fd, addr, len) < 0 || listen(fd, 1024) < 0) {
+	if (bind(fd, addr, len) < 0 || (!(o && o->bind_only) && ss_sock_listen(fd) < 0)) {
 		int e = errno;
 		close(fd);
 		return -e;
 	}
 	return fd;
+}
+
+int ss_sock_listen(int fd)
+{
+	return listen(fd, 1024) < 0 ? -errno : 0;
 }
 
 bool ss_sockaddr_is_loopback(const struct sockaddr *sa)

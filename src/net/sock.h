@@ -11,6 +11,7 @@ typedef struct ss_sockopts {
 	bool no_delay;
 	bool mptcp;
 	bool transparent;             /* listeners: IP_TRANSPARENT (net/transparent.h) */
+	bool bind_only;               /* listeners: bound, listen(2) later (ss_sock_listen) */
 	const char *iface;            /* SO_BINDTODEVICE, NULL or "" for none */
 	const struct sockaddr *bind4; /* outbound source for IPv4, or NULL */
 	const struct sockaddr *bind6; /* outbound source for IPv6, or NULL */
@@ -19,6 +20,8 @@ typedef struct ss_sockopts {
 /* A non-blocking, close-on-exec listening TCP socket on addr. An IPv6
  * wildcard listener is dual-stack. Returns the fd or -errno. */
 int ss_sock_listen_tcp(const struct sockaddr *addr, socklen_t len, const ss_sockopts_t *o);
+/* The listen(2) a socket bound with o->bind_only waits for. 0 or -errno. */
+int ss_sock_listen(int fd);
 
 /* Starts a non-blocking connect to addr. Returns the fd (connect in progress
  * or done) or -errno. With fast_open the first write carries the SYN. *done

@@ -253,6 +253,20 @@ void ss_instance_set_peers(struct ss_instance **all, unsigned count)
 		all[i]->peers = all;
 }
 
+int ss_instance_listen(struct ss_instance *inst, char *err, size_t errlen)
+{
+	if (!inst->sockopts.bind_only)
+		return 0;
+	for (size_t i = 0; i < inst->n_listeners; i++) {
+		int rc = ss_sock_listen(inst->listeners[i].io.fd);
+		if (rc < 0) {
+			snprintf(err, errlen, "cannot listen: %s", strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
 static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	ss_listener_t *l = (ss_listener_t *)w;
@@ -728,6 +742,12 @@ int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsi
 	    (ss_sockopts_t){.fast_open = cfg->fast_open,
 			    /* Workers listen on the same addresses side by side. */
 			    .reuse_port = cfg->reuse_port || count > 1,
+			    /* Connections are taken once every worker listens
+			     * (ss_instance_listen): before, a client could see
+			     * one worker's listeners and not the others', and
+			     * the kernel spread its datagrams differently once
+			     * they came. */
+			    .bind_only = count > 1,
 			    .no_delay = cfg->no_delay,
 			    .mptcp = cfg->mptcp,
 			    .transparent = cfg->prog == SS_PROG_REDIR && cfg->tcp_tproxy};

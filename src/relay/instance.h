@@ -136,6 +136,10 @@ int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsi
  * ss_instance_create_worker), which may hand connections to each other from
  * now on; called before their threads start. */
 void ss_instance_set_peers(struct ss_instance **all, unsigned count);
+/* --workers: the TCP listeners, bound by ss_instance_create_worker, start
+ * listening; called once every worker's are bound, so that a client that
+ * reaches one finds all (their UDP sockets too). 0 or -errno with err. */
+int ss_instance_listen(struct ss_instance *inst, char *err, size_t errlen);
 /* A connection of inst's opened (+1) or ended (-1), for the handoff. */
 static inline void ss_instance_load(struct ss_instance *inst, int delta)
 {

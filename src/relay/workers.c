@@ -101,6 +101,12 @@ int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, ss_instance_t *f
 	for (unsigned i = 0; i < n; i++)
 		ws->all[i + 1] = ws->w[i].inst;
 	ss_instance_set_peers(ws->all, n + 1);
+	for (unsigned i = 0; i <= n; i++) {
+		if ((rc = ss_instance_listen(ws->all[i], err, errlen)) < 0) {
+			ss_workers_destroy(ws);
+			return rc;
+		}
+	}
 	return 0;
 }
 
