@@ -31,7 +31,7 @@ build-asan: deps
 
 # The tests that run threads (ctest label "threads"), under ThreadSanitizer:
 # the unit tests, and the programs for tests/integration/test_workers.py.
-THREAD_TESTS = test_random test_tarena test_threads test_saltpool ss-server ss-local ss-tunnel ss-redir
+THREAD_TESTS = test_random test_tarena test_threads test_saltpool test_udp_sessions ss-server ss-local ss-tunnel ss-redir
 build-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSS_TSAN=ON
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(THREAD_TESTS)

@@ -262,6 +262,23 @@ typedef struct ss_codec_ops {
 	/* Who sent an accepted datagram, for logs: a multi-user server's user,
 	 * or NULL (optional). */
 	const char *(*udp_user)(ss_codec_t *k, const ss_codec_dgram_t *d);
+	/* Server: what it remembers of a client session apart from the
+	 * session's association (its packet-id window). 0: nothing; the
+	 * association is keyed by the client's address, which the kernel keeps
+	 * on one worker, and the replay pools refuse replays. Otherwise the
+	 * relay keeps udp_memo_size bytes per association key in one table for
+	 * all its workers (relay/udp_sessions.h), zero for a key never seen,
+	 * and for udp_memo_ttl seconds after the association ends: as long as a
+	 * datagram of the session could still pass the time check. */
+	size_t udp_memo_size;
+	double udp_memo_ttl;
+	/* Whether d, opened as far as udp_open_request does, is new to its
+	 * session's memo; udp_seen records it there once udp_accept took it.
+	 * Both read only what the codec kept in d, not the datagram's bytes:
+	 * they may run on the worker the datagram is handed to. Required
+	 * with udp_memo_size. */
+	bool (*udp_fresh)(ss_codec_t *k, const void *memo, const ss_codec_dgram_t *d);
+	void (*udp_seen)(ss_codec_t *k, void *memo, const ss_codec_dgram_t *d);
 } ss_codec_ops_t;
 
 /* Shared by the codecs. */

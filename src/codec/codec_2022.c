@@ -204,7 +204,7 @@ typedef struct c22_udp {
 typedef struct c22_assoc {
 	bool ready;         /* tx and rx set up */
 	bool rx_known;      /* client: a server session has been seen */
-	ss_window_t window; /* the packet ids of rx */
+	ss_window_t window; /* client: the packet ids of rx (a server's are in its memo) */
 	ss_2022_udp_session_t tx, rx;
 } c22_assoc_t;
 
@@ -306,30 +306,24 @@ static long c22_udp_seal(ss_codec_t *k, void *rst, void *ast, uint8_t *buf, size
 	return w;
 }
 
-/* a takes the session a packet was just opened with on the scratch state,
- * with a fresh window holding that packet's id. */
-static void c22_adopt(c22_udp_t *r, c22_assoc_t *a, uint64_t packet_id)
+/* a takes the session a packet was just opened with on the scratch state. */
+static void c22_adopt(c22_udp_t *r, c22_assoc_t *a)
 {
 	ss_2022_udp_session_t t = a->rx;
 
 	a->rx = r->scratch;
 	r->scratch = t;
-	ss_window_reset(&a->window);
-	ss_window_commit(&a->window, packet_id);
 }
 
 /* Opens the body of p with the peer session of a (known), or, for a session
- * a does not know yet, with the scratch state; the window is checked before
- * and committed after. NULL on success, else why not. */
+ * a does not know yet, with the scratch state. NULL on success, else why
+ * not. The packet id is the caller's to check against a window. */
 static const char *c22_open(c22_udp_t *r, c22_assoc_t *a, bool known, ss_2022_udp_pkt_t *p,
 			    uint64_t now)
 {
 	if (known) {
-		if (!ss_window_check(&a->window, p->packet_id))
-			return "packet id replayed or too old";
 		if (ss_2022_udp_open_body(&r->u22, &a->rx, p, now) != SS_OK)
 			return ss_2022_strerror(p->err);
-		ss_window_commit(&a->window, p->packet_id);
 		return NULL;
 	}
 	if (ss_2022_udp_session_start(&r->u22, &r->scratch, p->session_id, p->user) < 0 ||
@@ -358,15 +352,19 @@ static const char *c22_udp_open_answer(ss_codec_t *k, void *rst, void *ast, uint
 	if (ss_2022_udp_open_head(&r->u22, wire, len, &p) != SS_OK)
 		return ss_2022_strerror(p.err);
 	/* A server session id not seen before: the first answer, or the
-	 * server restarted. */
+	 * server restarted; it starts a window of its own. */
 	bool known = a->rx_known && p.session_id == a->rx.id;
+	if (known && !ss_window_check(&a->window, p.packet_id))
+		return "packet id replayed or too old";
 	if ((why = c22_open(r, a, known, &p, now)))
 		return why;
 	if (!known) {
 		if (a->rx_known)
 			ss_debug("udp: the server started a new session");
-		c22_adopt(r, a, p.packet_id);
+		c22_adopt(r, a);
+		ss_window_reset(&a->window);
 	}
+	ss_window_commit(&a->window, p.packet_id);
 	a->rx_known = true;
 	if (p.client_session_id != a->tx.id)
 		return "answer for another session";
@@ -389,11 +387,14 @@ static const char *c22_udp_open_request(ss_codec_t *k, void *rst, uint8_t *wire,
 
 	if (ss_2022_udp_open_head(&r->u22, wire, len, p) != SS_OK)
 		return ss_2022_strerror(p->err);
-	/* An address family no socket has, holding the id: never equal to a
-	 * client's address. */
+	/* An address family no socket has, holding the id and the user (its
+	 * place in the table, the same in every worker's): never equal to a
+	 * client's address, and one user cannot take another's session id. */
+	uint32_t user = p->user ? (uint32_t)(p->user - r->u22.users->v) + 1 : 0;
 	memset(&d->key, 0, sizeof(d->key));
 	key->sin6_family = AF_UNSPEC;
 	memcpy(&key->sin6_addr, &p->session_id, sizeof(p->session_id));
+	memcpy(key->sin6_addr.s6_addr + sizeof(p->session_id), &user, sizeof(user));
 	d->key_len = sizeof(*key);
 	return NULL;
 }
@@ -425,9 +426,29 @@ static int c22_udp_adopt(ss_codec_t *k, void *rst, void *ast, ss_codec_dgram_t *
 	int rc = ss_2022_udp_session_start(&r->u22, &a->tx, c22_new_id(), p->user);
 	(void)k;
 
+	(void)p;
 	if (rc == 0)
-		c22_adopt(r, a, p->packet_id);
+		c22_adopt(r, a);
 	return rc;
+}
+
+/* A server remembers each client session's window of packet ids, past its
+ * association: a datagram passes the time check within 30 s of the
+ * server's clock either way, so one taken at t may come again until t + 60. */
+static bool c22_udp_fresh(ss_codec_t *k, const void *memo, const ss_codec_dgram_t *d)
+{
+	const ss_2022_udp_pkt_t *p = (const ss_2022_udp_pkt_t *)d->priv;
+	(void)k;
+
+	return ss_window_check(memo, p->packet_id);
+}
+
+static void c22_udp_seen(ss_codec_t *k, void *memo, const ss_codec_dgram_t *d)
+{
+	const ss_2022_udp_pkt_t *p = (const ss_2022_udp_pkt_t *)d->priv;
+	(void)k;
+
+	ss_window_commit(memo, p->packet_id);
 }
 
 static const char *c22_udp_user(ss_codec_t *k, const ss_codec_dgram_t *d)
@@ -466,4 +487,8 @@ const ss_codec_ops_t ss_codec_2022 = {
     .udp_accept = c22_udp_accept,
     .udp_adopt = c22_udp_adopt,
     .udp_user = c22_udp_user,
+    .udp_memo_size = sizeof(ss_window_t),
+    .udp_memo_ttl = 2 * SS_2022_MAX_TIME_DIFF,
+    .udp_fresh = c22_udp_fresh,
+    .udp_seen = c22_udp_seen,
 };

@@ -879,6 +879,7 @@ void ss_instance_destroy(ss_instance_t *inst)
 	pthread_mutex_destroy(&inst->handoff.lock);
 	ss_pipe_pool_destroy(&inst->pipes);
 	ss_acl_free(inst->acl);
+	ss_udp_destroy(&inst->udp);
 	ss_codec_free(&inst->codec);
 	ss_servers_free(&inst->servers);
 	ss_pool_destroy(&inst->bufs);

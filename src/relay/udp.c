@@ -194,6 +194,12 @@ static void udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	ev_io_stop(u->loop, &a->io);
 	close(a->io.fd);
 	ss_codec_udp_assoc_reset(udp_codec(u, a)->k, udp_codec(u, a)->rst, udp_ast(u, a));
+	if (a->session) {
+		/* Its record stays while the session's datagrams could still
+		 * be replayed. */
+		ss_udp_sessions_release(u->sessions, a->session, ev_now(u->loop));
+		a->session = NULL;
+	}
 	if (u->client)
 		ss_servers_release(&u->inst->servers, a->server, true);
 	ss_udp_table_unlink(&u->table, &a->entry);
@@ -292,7 +298,6 @@ static ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr
 			ss_servers_release(&u->inst->servers, srv, true);
 		return NULL;
 	}
-	a->relay = u;
 	a->peer_len = ss_inaddr_set(&a->peer, client, clen);
 	a->listener = listener;
 	a->server = (uint8_t)srv;
@@ -316,7 +321,7 @@ static ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr
 	ss_udp_io_sock(&u->io, fd);
 	a->sflags = 0;
 	ev_io_init(&a->io, udp_outbound_cb, fd, EV_READ);
-	a->io.data = a;
+	a->io.data = u;
 	ev_io_start(u->loop, &a->io);
 	u->stats.assoc_created++;
 	if (u->client)
@@ -831,6 +836,93 @@ static ss_udp_assoc_t *udp_server_assoc(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 	return a;
 }
 
+/* A datagram accepted for association a (of a session, recorded in its
+ * memo): it keeps the association alive, answers follow the client to the
+ * address it last sent from, and the payload goes to its target. */
+static void udp_server_relay(ss_udp_relay_t *u, ss_udp_assoc_t *a, const struct sockaddr *from,
+			     socklen_t fromlen, uint8_t listener, const ss_addr_t *target,
+			     const uint8_t *data, size_t len)
+{
+	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
+	a->peer_len = ss_inaddr_set(&a->peer, from, fromlen);
+	a->listener = listener;
+	ss_udp_to_target(u, a, target, data, len);
+}
+
+/* Records the accepted d in its session's memo (codecs with sessions). */
+static void udp_session_seen(ss_udp_relay_t *u, ss_udp_session_t *s, const ss_codec_dgram_t *d)
+{
+	ss_codec_t *k = u->codecs[0].k;
+
+	k->ops->udp_seen(k, s->memo, d);
+	s->recorded = true;
+	s->last = ev_now(u->loop);
+}
+
+/* Another worker holds the session of the opened datagram d: it goes there,
+ * to be checked against the session's memo and relayed from its one
+ * association. */
+static void udp_hand_over(ss_udp_relay_t *u, unsigned holder, const ss_codec_dgram_t *d,
+			  const ss_codec_pkt_t *p, const ss_udp_rxmsg_t *r, uint8_t listener)
+{
+	ss_udp_handed_t h = {.d = *d, .target = p->addr, .listener = listener};
+	ss_udp_relay_t *to = &u->inst->peers[holder]->udp;
+
+	h.fromlen = ss_inaddr_set(&h.from, (const struct sockaddr *)&r->from, r->fromlen);
+	if (!ss_udp_inbox_push(&to->inbox, &h, p->payload, p->payload_len)) {
+		ss_udp_drop(u, (const struct sockaddr *)&r->from,
+			    "the worker holding its session takes no more now");
+		return;
+	}
+	u->stats.handed++;
+}
+
+/* A datagram opened (d, p) for a key this worker holds no association for:
+ * a new association, unless the key's session is another worker's (handed
+ * there) or its memo has seen the datagram (a replay after its association
+ * ended). NULL when it goes no further here. */
+static ss_udp_assoc_t *udp_server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d,
+				      const ss_codec_pkt_t *p, const ss_udp_rxmsg_t *r,
+				      uint8_t listener)
+{
+	const struct sockaddr *from = (const struct sockaddr *)&r->from;
+	ss_codec_t *k = u->codecs[0].k;
+	ss_udp_session_t *s = NULL;
+	ss_udp_assoc_t *a;
+	unsigned holder;
+
+	if (u->sessions) {
+		switch (ss_udp_sessions_claim(u->sessions, (struct sockaddr *)&d->key,
+					      u->inst->worker, ev_now(u->loop), &s, &holder)) {
+		case SS_UDP_SESSION_OTHER:
+			udp_hand_over(u, holder, d, p, r, listener);
+			return NULL;
+		case SS_UDP_SESSION_FULL:
+			udp_refuse(u, from, from, "datagram refused",
+				   "too many UDP sessions held or ended in the last minute");
+			return NULL;
+		case SS_UDP_SESSION_MINE:
+			break;
+		}
+		if (!k->ops->udp_fresh(k, s->memo, d)) {
+			ss_udp_sessions_release(u->sessions, s, ev_now(u->loop));
+			udp_refuse(u, from, from, "datagram refused",
+				   "packet id replayed or too old");
+			return NULL;
+		}
+		udp_session_seen(u, s, d);
+	}
+	a = udp_server_assoc(u, d, &r->from, r->fromlen, listener);
+	if (!a) {
+		if (s)
+			ss_udp_sessions_release(u->sessions, s, ev_now(u->loop));
+		ss_udp_drop(u, from, "no association");
+		return NULL;
+	}
+	a->session = s;
+	return a;
+}
+
 /* A datagram from a client (n bytes at buf + udp_wire): open it and queue
  * the payload to its target. */
 static bool udp_server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
@@ -857,6 +949,8 @@ static bool udp_server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t 
 	ss_udp_assoc_t *a = why ? NULL
 				: (ss_udp_assoc_t *)ss_udp_table_find(
 				      &u->table, (struct sockaddr *)&d.key, d.key_len);
+	if (a && a->session && !k->ops->udp_fresh(k, a->session->memo, &d))
+		why = "packet id replayed or too old";
 	if (!why)
 		why = k->ops->udp_accept(k, x->rst, a ? udp_ast(u, a) : NULL, &d, udp_now(u), &p);
 	if (why) {
@@ -867,17 +961,53 @@ static bool udp_server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t 
 		ss_udp_drop(u, from, "larger than --mtu");
 		return true;
 	}
-	if (a) {
-		ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
-		/* Answers follow the client to the address it last sent from. */
-		a->peer_len = ss_inaddr_set(&a->peer, (struct sockaddr *)&r->from, r->fromlen);
-		a->listener = l->index;
-	} else if (!(a = udp_server_assoc(u, &d, &r->from, r->fromlen, l->index))) {
-		ss_udp_drop(u, from, "no association");
+	if (!a) {
+		if ((a = udp_server_new(u, &d, &p, r, l->index)))
+			ss_udp_to_target(u, a, &p.addr, p.payload, p.payload_len);
 		return true;
 	}
-	ss_udp_to_target(u, a, &p.addr, p.payload, p.payload_len);
+	if (a->session)
+		udp_session_seen(u, a->session, &d);
+	udp_server_relay(u, a, from, r->fromlen, l->index, &p.addr, p.payload, p.payload_len);
 	return true;
+}
+
+/* Datagrams the other workers handed over, of sessions this one holds:
+ * each is checked against its session's memo here, as if it had come in
+ * here, and relayed. */
+static void udp_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
+{
+	ss_udp_relay_t *u = w->data;
+	ss_codec_t *k = u->codecs[0].k;
+	unsigned first, n = ss_udp_inbox_take(&u->inbox, &first);
+	(void)loop;
+	(void)revents;
+
+	for (unsigned i = 0; i < n; i++) {
+		ss_udp_handed_t *h = &u->inbox.q[(first + i) % SS_UDP_INBOX_SLOTS];
+		const struct sockaddr *from = (const struct sockaddr *)&h->from;
+		ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(
+		    &u->table, (struct sockaddr *)&h->d.key, h->d.key_len);
+
+		u->stats.taken++;
+		if (!a || !a->session) {
+			/* It ended since: the next datagram of the session
+			 * starts it again wherever it lands. */
+			ss_udp_drop(u, from, "its session's association ended meanwhile");
+			continue;
+		}
+		if (!k->ops->udp_fresh(k, a->session->memo, &h->d)) {
+			udp_refuse(u, from, from, "datagram refused",
+				   "packet id replayed or too old");
+			continue;
+		}
+		udp_session_seen(u, a->session, &h->d);
+		udp_server_relay(u, a, from, h->fromlen, h->listener, &h->target, h->payload,
+				 h->len);
+	}
+	/* The payloads are sent before their slots are given back. */
+	udp_flush(u, true);
+	ss_udp_inbox_done(&u->inbox, n);
 }
 
 /* An answer from a target (n bytes at buf + UDP_HEAD): wrap it with the
@@ -1031,8 +1161,8 @@ static bool udp_outbound_error(ss_udp_relay_t *u, void *w, int err)
 
 static void udp_outbound_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	ss_udp_assoc_t *a = w->data;
-	ss_udp_relay_t *u = a->relay;
+	ss_udp_assoc_t *a = (ss_udp_assoc_t *)((char *)w - offsetof(ss_udp_assoc_t, io));
+	ss_udp_relay_t *u = w->data;
 	size_t off;
 	(void)loop;
 	(void)revents;
@@ -1095,6 +1225,36 @@ static int udp_codecs_init(ss_udp_relay_t *u, char *err, size_t errlen)
 	return 0;
 }
 
+/* ss-server with a codec that has sessions: worker 0 makes the table of
+ * every worker's sessions, the others use it; with workers, each takes the
+ * datagrams of its sessions that reach the others. */
+static int udp_sessions_setup(ss_udp_relay_t *u, size_t max_assoc, char *err, size_t errlen)
+{
+	struct ss_instance *inst = u->inst;
+	const ss_codec_ops_t *ops = u->codecs[0].k->ops;
+
+	if (u->client || !ops->udp_memo_size)
+		return 0;
+	if (inst->first) {
+		u->sessions = inst->first->udp.sessions;
+	} else {
+		if (ss_udp_sessions_init(&u->own_sessions, ops->udp_memo_size, ops->udp_memo_ttl,
+					 max_assoc * inst->workers, SS_UDP_SESSIONS_ENDED) < 0) {
+			snprintf(err, errlen, "cannot reserve the table of UDP sessions");
+			return -ENOMEM;
+		}
+		u->sessions = &u->own_sessions;
+	}
+	if (inst->workers > 1) {
+		if (ss_udp_inbox_init(&u->inbox, u->loop, SS_UDP_BUF_SIZE, udp_inbox_cb, u) < 0) {
+			snprintf(err, errlen, "cannot reserve room for datagrams between workers");
+			return -ENOMEM;
+		}
+		ss_udp_inbox_open(&u->inbox);
+	}
+	return 0;
+}
+
 int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, char *err,
 		size_t errlen)
 {
@@ -1137,8 +1297,10 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, c
 	}
 	u->pending_area = u->buf + SS_UDP_BUF_SIZE * SS_UDP_SLOTS;
 	ss_udp_io_init(&u->io, u->buf, SS_UDP_BUF_SIZE);
-	if ((rc = udp_codecs_init(u, err, errlen)) < 0) {
+	if ((rc = udp_codecs_init(u, err, errlen)) < 0 ||
+	    (rc = udp_sessions_setup(u, max, err, errlen)) < 0) {
 		udp_release(u);
+		ss_udp_destroy(u);
 		return rc;
 	}
 	ev_init(&u->expiry, udp_expiry_cb);
@@ -1200,6 +1362,12 @@ void ss_udp_free(ss_udp_relay_t *u)
 		u->stats.datagrams_in, u->stats.datagrams_out, st->rx_calls, st->rx_batched,
 		st->rx_gro, st->tx_calls, st->tx_batched, st->tx_gso, st->gso_refused,
 		u->io.mmsg ? "" : " (no recvmmsg/sendmmsg)", u->io.gso ? "" : " (no GSO/GRO)");
+	if (u->inbox.q)
+		ss_info("udp: %" PRIu64 " datagrams handed to the workers holding their sessions, %" PRIu64
+			" taken from them",
+			u->stats.handed, u->stats.taken);
+	/* Datagrams handed over from now on are dropped by their sender. */
+	ss_udp_inbox_close(&u->inbox);
 	while ((e = ss_udp_table_oldest(&u->table)))
 		udp_assoc_destroy(u, (ss_udp_assoc_t *)e);
 	for (ss_conn_t *c = u->controls; c; c = c->udp_next)
@@ -1225,4 +1393,11 @@ void ss_udp_free(ss_udp_relay_t *u)
 	}
 	udp_release(u);
 	u->ready = false;
+}
+
+void ss_udp_destroy(ss_udp_relay_t *u)
+{
+	ss_udp_inbox_free(&u->inbox);
+	ss_udp_sessions_free(&u->own_sessions);
+	u->sessions = NULL;
 }

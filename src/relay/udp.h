@@ -11,6 +11,7 @@
 #include "net/resolver.h"
 #include "relay/udp_from.h"
 #include "relay/udp_io.h"
+#include "relay/udp_sessions.h"
 #include "relay/udp_table.h"
 
 /* The UDP relay of one instance. Clients (ss-local, ss-tunnel, ss-redir) take the
@@ -32,13 +33,13 @@ struct ss_conn;
  * side. */
 typedef struct ss_udp_assoc {
 	ss_udp_entry_t entry; /* first: key = the client's address, or its session */
-	struct ss_udp_relay *relay;
-	ev_io io;                /* the outbound socket */
+	ev_io io;                /* the outbound socket; data: the relay */
 	uint8_t listener;        /* which listening socket the client talks to */
 	uint8_t server;          /* its codec in the relay: clients, the server it uses */
 	uint8_t family;          /* of the outbound socket */
 	uint8_t sflags;          /* the outbound socket's SS_UDP_SOCK_* */
 	struct ss_conn *control; /* ss-local: the SOCKS5 connection it belongs to */
+	ss_udp_session_t *session; /* server, codecs with sessions: its record */
 	/* Where answers go: the address the last valid datagram came from. */
 	ss_inaddr_t peer;
 	socklen_t peer_len;
@@ -89,6 +90,8 @@ typedef struct ss_udp_stats {
 	uint64_t assoc_created;
 	uint64_t assoc_expired;
 	uint64_t assoc_evicted;
+	uint64_t handed;  /* datagrams of sessions another worker holds, handed there */
+	uint64_t taken;   /* datagrams handed here by the other workers */
 } ss_udp_stats_t;
 
 typedef struct ss_udp_relay {
@@ -113,6 +116,12 @@ typedef struct ss_udp_relay {
 	struct ss_conn *controls; /* ss-local: UDP ASSOCIATE connections not yet matched */
 	ss_udp_stats_t stats;
 	ss_udp_io_t io;
+	/* Server, a codec with sessions (udp_memo_size): every worker's
+	 * sessions, worker 0's table (own_sessions); with workers, the
+	 * datagrams the others hand to this one. */
+	ss_udp_sessions_t *sessions;
+	ss_udp_sessions_t own_sessions;
+	ss_udp_inbox_t inbox;
 	/* Clients: associations whose server sent an ICMP error back to a
 	 * batch's send, failed over once the batch is sent. */
 	ss_udp_assoc_t *failed[SS_UDP_SLOTS];
@@ -128,8 +137,11 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, c
 /* Opens a listening UDP socket on addr. 0 or -errno with err set. */
 int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len, char *err,
 		  size_t errlen);
-/* Closes every association and socket. */
+/* Closes every association and socket, on the relay's own loop. */
 void ss_udp_free(ss_udp_relay_t *u);
+/* Once every worker has ended: what the workers shared (worker 0's session
+ * table) and what they handed to this one. Safe on a zeroed relay. */
+void ss_udp_destroy(ss_udp_relay_t *u);
 
 /* ss-local: a SOCKS5 connection asked for UDP ASSOCIATE; the association of
  * the first datagram from its client's address is tied to it, and ends with

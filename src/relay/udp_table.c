@@ -39,17 +39,16 @@ bool ss_udp_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
 	return memcmp(&ca, &cb, sizeof(ca)) == 0;
 }
 
-/* A keyed mix, so a peer cannot aim many addresses at one bucket. */
-static uint32_t udp_hash(const ss_udp_table_t *t, const struct sockaddr *sa)
+uint32_t ss_udp_key_hash(const uint64_t seed[static 2], const struct sockaddr *sa)
 {
 	canon_t c;
-	uint64_t w[3], h = t->seed[0];
+	uint64_t w[3], h = seed[0];
 
 	udp_canon(sa, &c);
 	memcpy(w, c.ip, 16);
 	w[2] = c.port;
 	for (int i = 0; i < 3; i++) {
-		h ^= w[i] + t->seed[1];
+		h ^= w[i] + seed[1];
 		h *= 0x9E3779B97F4A7C15ull;
 		h ^= h >> 29;
 		h *= 0xBF58476D1CE4E5B9ull;
@@ -90,7 +89,7 @@ void ss_udp_table_free(ss_udp_table_t *t)
 
 ss_udp_entry_t *ss_udp_table_find(ss_udp_table_t *t, const struct sockaddr *key, socklen_t key_len)
 {
-	uint32_t h = udp_hash(t, key);
+	uint32_t h = ss_udp_key_hash(t->seed, key);
 	(void)key_len;
 
 	for (ss_udp_entry_t *e = t->buckets[h & (t->nbuckets - 1)]; e; e = e->hnext)
@@ -158,7 +157,7 @@ ss_udp_entry_t *ss_udp_table_add(ss_udp_table_t *t, const struct sockaddr *key, 
 		return NULL;
 	memset(e, 0, t->keep_from);
 	e->key_len = ss_inaddr_set(&e->key, key, key_len);
-	e->hash = udp_hash(t, key);
+	e->hash = ss_udp_key_hash(t->seed, key);
 	e->last_active = now;
 	ss_udp_entry_t **b = &t->buckets[e->hash & (t->nbuckets - 1)];
 	e->hnext = *b;

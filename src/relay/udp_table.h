@@ -68,6 +68,9 @@ ss_udp_entry_t *ss_udp_table_expired(ss_udp_table_t *t, double now, double timeo
  * been idle for timeout seconds, at least 0.01 s from the loop's now; stops
  * it when the table is empty. */
 void ss_udp_table_arm(ss_udp_table_t *t, struct ev_loop *loop, ev_timer *timer, double timeout);
+/* A key's hash under seed: a keyed mix, so that a peer cannot aim many
+ * addresses at one bucket. Equal keys (ss_udp_addr_equal) hash alike. */
+uint32_t ss_udp_key_hash(const uint64_t seed[static 2], const struct sockaddr *sa);
 /* Same keys, including the port (IPv4-mapped IPv6 equals IPv4). */
 bool ss_udp_addr_equal(const struct sockaddr *a, const struct sockaddr *b);
 

@@ -426,9 +426,12 @@ static void test_tcp_wrong_key(void **state)
 
 static uint8_t ubuf[UDP_BUF], sbuf_u[UDP_BUF];
 
+/* One end: its relay state, one association, and on a server what the
+ * relay keeps of the association's session (ops->udp_memo_size bytes,
+ * relay/udp_sessions.h). */
 typedef struct {
 	ss_codec_t *k;
-	void *rst, *ast;
+	void *rst, *ast, *memo;
 } uend_t;
 
 static void uend_open(uend_t *e, ss_codec_t *k, bool client)
@@ -437,6 +440,7 @@ static void uend_open(uend_t *e, ss_codec_t *k, bool client)
 	e->rst = calloc(1, k->ops->udp_relay_size + 1);
 	e->ast = aligned_alloc(64, k->ops->udp_assoc_size + 64);
 	memset(e->ast, 0, k->ops->udp_assoc_size + 64);
+	e->memo = calloc(1, k->ops->udp_memo_size + 1);
 	assert_int_equal(ss_codec_udp_init(k, e->rst), 0);
 	assert_int_equal(ss_codec_udp_assoc_init(k, e->rst, e->ast), 0);
 	if (client)
@@ -450,6 +454,7 @@ static void uend_close(uend_t *e)
 	ss_codec_udp_free(e->k, e->rst);
 	free(e->rst);
 	free(e->ast);
+	free(e->memo);
 }
 
 /* Seals addr + n bytes of data from e into buf; returns the datagram. */
@@ -468,7 +473,8 @@ static size_t udp_seal(uend_t *e, uint8_t *buf, const ss_addr_t *addr, const uin
 
 /* A server receiving dgram (from the client at from): the association it
  * belongs to is srv when known (the key must then match key), a new one
- * otherwise. NULL, or why it was refused. */
+ * otherwise; a codec with sessions checks it against, and records it in,
+ * the session's memo, as the relay does. NULL, or why it was refused. */
 static uint64_t serve_now = 1700000000; /* the server's clock, for udp_serve */
 
 static const char *udp_serve(uend_t *srv, bool known, ss_codec_dgram_t *d, const uint8_t *dgram,
@@ -483,7 +489,11 @@ static const char *udp_serve(uend_t *srv, bool known, ss_codec_dgram_t *d, const
 				       (const struct sockaddr *)&from, sizeof(from), d);
 	if (why)
 		return why;
+	if (ks.ops->udp_memo_size && !ks.ops->udp_fresh(&ks, srv->memo, d))
+		return "replayed";
 	why = ks.ops->udp_accept(&ks, srv->rst, known ? srv->ast : NULL, d, serve_now, p);
+	if (!why && ks.ops->udp_memo_size)
+		ks.ops->udp_seen(&ks, srv->memo, d);
 	if (!why && !known)
 		assert_int_equal(ss_codec_udp_adopt(&ks, srv->rst, srv->ast, d), 0);
 	return why;
