@@ -1168,6 +1168,8 @@ def parse_args(argv):
                    help="extra ss-server arguments for both implementations, e.g. '--no-delay'")
     p.add_argument("--tunnel-args", default="",
                    help="extra ss-tunnel arguments for both implementations")
+    p.add_argument("--ours-workers", type=int, default=1,
+                   help="--workers of our ss-server (default 1: libev runs one loop)")
     p.add_argument("--ssload", help="the ssload binary (default: found in the build, or built)")
     p.add_argument("--ssfloor", help="the ssfloor binary, for --impls floor (default: found in "
                                      "the build, or built)")
@@ -1231,7 +1233,8 @@ def main(argv):
             else:
                 impls[name] = Impl(name, binary(dirs[name], "ss-server"),
                                    binary(dirs[name], "ss-tunnel"), envs.get(name),
-                                   [] if name == "libev" else ["--workers", "1"])
+                                   [] if name == "libev"
+                                   else ["--workers", str(args.ours_workers)])
         machine = machine_info()
         for name, impl in impls.items():
             print(f"{name}: {impl.server} {impl.tunnel}", file=sys.stderr)
