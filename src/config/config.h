@@ -61,6 +61,12 @@ typedef struct ss_config_server {
 	char plugin_opts[SS_PLUGIN_MAX];
 	ss_relay_mode_t plugin_mode;
 	bool plugin_tcp, plugin_udp;
+	/* plugin and plugin_opts came from an ss:// URL, text anyone may have
+	 * written: the plugin is a plain program name (ss_url_plugin_name_ok),
+	 * and is run only as that, found in PATH without a shell. One from
+	 * the configuration (--plugin, "plugin") may be a path or a command
+	 * line. */
+	bool plugin_from_url;
 
 	/* Parser bookkeeping: where the entry came from (for messages), what
 	 * it set itself, and its secret text until the method is known (wiped

@@ -311,12 +311,98 @@ static void test_plugin_not_runnable(void **state)
 	rmdir(dir);
 }
 
+/* Writes an executable script at dir/name. */
+static void put_script(const char *dir, const char *name, char *path, size_t cap)
+{
+	FILE *f;
+
+	snprintf(path, cap, "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("#!/bin/sh\nexit 0\n", f);
+	fclose(f);
+	assert_int_equal(chmod(path, 0755), 0);
+}
+
+/* A URL's plugin (name_only), however it got here: a command line, a path
+ * or an option is refused before anything is looked up or run; a plain name
+ * is looked for in PATH's absolute directories only, never in the working
+ * directory, and is executed itself with just its name as argv. */
+static void test_plugin_name_only(void **state)
+{
+	static const char *const bad[] = {
+	    "touch pwned #", "sh -c id", "$(id)",   "`id`",      "a;b", "a|b", "a&b", "a>b",
+	    "a\nb",          "a\tb",     "/bin/sh", "../bin/sh", "./x", "-x",  "x/",  "",
+	    "'a'",           "\"a\"",    "a\\b",
+	};
+	char dir[] = "/tmp/ss-test-plugin-XXXXXX", cwd[4096], path[256], err[512], found[4096];
+	char oldpath[4096], newpath[4096 + 300];
+	ss_plugin_spec_t spec = {
+	    .remote_host = "127.0.0.1", .remote_port = 1, .tcp = true, .name_only = true};
+	ss_plugin_t p;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		spec.plugin = bad[i];
+		assert_int_equal(
+		    ss_plugin_init(&p, EV_DEFAULT, &spec, plugin_cb, NULL, err, sizeof(err)),
+		    -EPERM);
+		ss_plugin_free(&p);
+		assert_non_null(strstr(err, "comes from an ss:// URL and is not a plain program "
+					    "name; nothing was run"));
+		assert_null(strchr(err, '\n'));
+		assert_int_equal(
+		    ss_plugin_locate(bad[i], true, found, sizeof(found), err, sizeof(err)), -EPERM);
+	}
+	/* The configuration's plugin may still be a path. */
+	assert_int_equal(ss_plugin_locate("/bin/sh", false, found, sizeof(found), err, sizeof(err)),
+			 0);
+
+	assert_non_null(mkdtemp(dir));
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	snprintf(oldpath, sizeof(oldpath), "%s", getenv("PATH") ? getenv("PATH") : "");
+	put_script(dir, "ss-url-plugin", path, sizeof(path));
+	assert_int_equal(chdir(dir), 0);
+	spec.plugin = "ss-url-plugin";
+	/* In the working directory, and in PATH as ".": not a program of PATH. */
+	snprintf(newpath, sizeof(newpath), ".:%s", oldpath);
+	setenv("PATH", newpath, 1);
+	assert_int_equal(ss_plugin_init(&p, EV_DEFAULT, &spec, plugin_cb, NULL, err, sizeof(err)),
+			 -ENOENT);
+	ss_plugin_free(&p);
+	assert_string_equal(err, "plugin 'ss-url-plugin': not found in PATH");
+	/* From the configuration, the same name is found there. */
+	spec.name_only = false;
+	assert_int_equal(ss_plugin_init(&p, EV_DEFAULT, &spec, plugin_cb, NULL, err, sizeof(err)),
+			 0);
+	ss_plugin_free(&p);
+	spec.name_only = true;
+	/* In an absolute directory of PATH: found, and run without a shell. */
+	snprintf(newpath, sizeof(newpath), "%s:%s", dir, oldpath);
+	setenv("PATH", newpath, 1);
+	assert_int_equal(ss_plugin_init(&p, EV_DEFAULT, &spec, plugin_cb, NULL, err, sizeof(err)),
+			 0);
+	assert_string_equal(p.path, path);
+	assert_string_equal(p.argv[0], "ss-url-plugin");
+	assert_null(p.argv[1]);
+	ss_plugin_free(&p);
+	assert_int_equal(
+	    ss_plugin_locate("ss-url-plugin", true, found, sizeof(found), err, sizeof(err)), 0);
+	assert_string_equal(found, path);
+
+	setenv("PATH", oldpath, 1);
+	assert_int_equal(chdir(cwd), 0);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_default_loop),
 	    cmocka_unit_test(test_own_loop),
 	    cmocka_unit_test(test_plugin_not_runnable),
+	    cmocka_unit_test(test_plugin_name_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
