@@ -249,7 +249,8 @@ void ss_config_version_libs(void *out);
  * ss-v2ray-plugin as v2ray-plugin, without
  * the options only a server takes. 0, or -EINVAL with
  * err (a SIP004 server given a key, not a password: a URL needs the
- * password). */
+ * password; a plugin given as a command line: a client takes only a
+ * program's name from a URL). */
 #define SS_URL_PLACEHOLDER "SERVER-ADDRESS"
 typedef void (*ss_share_fn)(void *arg, const char *url, bool placeholder, const char *user);
 int ss_config_share_urls(const ss_config_t *cfg, ss_share_fn fn, void *arg, char *err,
