@@ -71,12 +71,7 @@ def prog_args(prog, server_url, lport):
 def run_in(ss, prog, args, cwd, env=None):
     """prog with args in the working directory cwd, expected to exit on its
     own within a few seconds: (exit status or None, program)."""
-    p = ss.procs.start(ss.exe(prog), args, env=env, preexec=lambda: os.chdir(cwd))
-    p.expect_exit = True
-    rc = p.wait_exit(T(5))
-    if rc is None:
-        p.kill()
-    return rc, p
+    return ss.run(prog, args, env=env, preexec=lambda: os.chdir(cwd))
 
 
 def fresh_dir(tmp_path, name):
