@@ -61,6 +61,12 @@ typedef struct ss_config_server {
 	char plugin_opts[SS_PLUGIN_MAX];
 	ss_relay_mode_t plugin_mode;
 	bool plugin_tcp, plugin_udp;
+	/* plugin and plugin_opts came from an ss:// URL, text anyone may have
+	 * written: the plugin is a plain program name (ss_url_plugin_name_ok),
+	 * and is run only as that, found in PATH without a shell. One from
+	 * the configuration (--plugin, "plugin") may be a path or a command
+	 * line. */
+	bool plugin_from_url;
 
 	/* Parser bookkeeping: where the entry came from (for messages), what
 	 * it set itself, and its secret text until the method is known (wiped
@@ -243,7 +249,8 @@ void ss_config_version_libs(void *out);
  * ss-v2ray-plugin as v2ray-plugin, without
  * the options only a server takes. 0, or -EINVAL with
  * err (a SIP004 server given a key, not a password: a URL needs the
- * password). */
+ * password; a plugin given as a command line: a client takes only a
+ * program's name from a URL). */
 #define SS_URL_PLACEHOLDER "SERVER-ADDRESS"
 typedef void (*ss_share_fn)(void *arg, const char *url, bool placeholder, const char *user);
 int ss_config_share_urls(const ss_config_t *cfg, ss_share_fn fn, void *arg, char *err,

@@ -39,13 +39,15 @@ void ss_cfg_wipe_servers(ss_config_t *cfg)
 	}
 }
 
-/* A SIP002 URL into a new entry: its own method, password, plugin and tag. */
+/* A SIP002 URL into a new entry: its own method, password, plugin and tag.
+ * The plugin is marked as the URL's, so that it is only ever run as a
+ * program name (the parser has refused anything else). */
 static int server_from_url(ss_config_t *cfg, const char *text, const char *origin, char *err,
 			   size_t errlen)
 {
 	ss_config_server_t *e;
 	ss_url_t u;
-	char why[256];
+	char why[512];
 	int rc = -EINVAL;
 
 	if (ss_url_parse(text, &u, why, sizeof(why)) < 0)
@@ -62,6 +64,7 @@ static int server_from_url(ss_config_t *cfg, const char *text, const char *origi
 	memcpy(e->password, u.password, sizeof(e->password));
 	memcpy(e->plugin, u.plugin, sizeof(e->plugin));
 	memcpy(e->plugin_opts, u.plugin_opts, sizeof(e->plugin_opts));
+	e->plugin_from_url = true;
 	e->own_method = e->own_secret = e->own_plugin = e->own_plugin_opts = true;
 	cfg->n_servers++;
 	rc = 0;

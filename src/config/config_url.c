@@ -115,6 +115,16 @@ int ss_config_share_urls(const ss_config_t *cfg, ss_share_fn fn, void *arg, char
 	ss_url_t u;
 	int rc = 0;
 
+	/* A client takes nothing but a program's name from a URL. */
+	memset(&u, 0, sizeof(u));
+	if (cfg->plugin[0])
+		url_client_plugin(cfg, &u);
+	if (u.plugin[0] && !ss_url_plugin_name_ok(u.plugin))
+		return ss_cfg_err(
+		    err, errlen,
+		    "--print-url: a URL names its plugin by a program name alone, and "
+		    "'%.64s' is not one (its arguments would go in --plugin-opts)",
+		    u.plugin);
 	for (size_t i = 0; i < cfg->n_servers && rc == 0; i++) {
 		const ss_config_server_t *e = &cfg->servers[i];
 		bool wild = url_wildcard(e->host);

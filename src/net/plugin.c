@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "net/ports.h"
+#include "proto/url.h"
 #include "util/log.h"
 
 /* Looks for its ports this long after the start, doubling up to the most. */
@@ -56,17 +57,36 @@ static char *plugin_join(const char *dir, size_t dlen, const char *name)
 	return s;
 }
 
+/* A plugin from a URL that is not a plain program name. The parser lets
+ * none through; this holds should another way ever hand one over. */
+static int plugin_refuse(const char *plugin, char *err, size_t errlen)
+{
+	snprintf(err, errlen,
+		 "plugin '%.64s%s': it comes from an ss:// URL and is not a plain program name; "
+		 "nothing was run",
+		 plugin, strlen(plugin) > 64 ? "..." : "");
+	for (char *c = err; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return -EPERM;
+}
+
 /* The file to execute: a path as given (made absolute, as a daemon leaves
  * the working directory), or a name in PATH, then in the working directory
  * (shadowsocks-libev puts it in front of PATH; a file there does not shadow
- * a system one here). */
-static int plugin_find(ss_plugin_t *p, const char *plugin, char *err, size_t errlen)
+ * a system one here). name_only (a URL's plugin): a plain name, and only in
+ * PATH's absolute directories: a file that happens to be in the working
+ * directory (a download, an unpacked archive) is not a program the user
+ * installed. */
+static int plugin_find(ss_plugin_t *p, const char *plugin, bool name_only, char *err, size_t errlen)
 {
 	char cwd[4096];
 	const char *why = NULL;
 	int rc = -ENOENT;
 
-	if (!getcwd(cwd, sizeof(cwd)))
+	if (name_only && !ss_url_plugin_name_ok(plugin))
+		return plugin_refuse(plugin, err, errlen);
+	if (name_only || !getcwd(cwd, sizeof(cwd)))
 		cwd[0] = '\0';
 	if (strchr(plugin, '/')) {
 		p->path = plugin[0] == '/' || !cwd[0] ? strdup(plugin)
@@ -86,8 +106,10 @@ static int plugin_find(ss_plugin_t *p, const char *plugin, char *err, size_t err
 	for (const char *dir = path;;) {
 		const char *end = strchr(dir, ':');
 		size_t dlen = end ? (size_t)(end - dir) : strlen(dir);
-		char *cand = dlen ? plugin_join(dir, dlen, plugin) : NULL;
-		if (dlen && !cand)
+		/* A relative entry is the working directory by another name. */
+		bool skip = dlen == 0 || (name_only && dir[0] != '/');
+		char *cand = skip ? NULL : plugin_join(dir, dlen, plugin);
+		if (!skip && !cand)
 			goto oom;
 		if (cand && (rc = plugin_check_file(cand, &why)) == 0) {
 			p->path = cand;
@@ -116,7 +138,8 @@ static int plugin_find(ss_plugin_t *p, const char *plugin, char *err, size_t err
 		snprintf(err, errlen, "plugin '%s': %s", plugin, seen);
 		return -EACCES;
 	}
-	snprintf(err, errlen, "plugin '%s': not found in PATH or the working directory", plugin);
+	snprintf(err, errlen, "plugin '%s': not found in PATH%s", plugin,
+		 name_only ? "" : " or the working directory");
 	return -ENOENT;
 oom:
 	snprintf(err, errlen, "plugin '%s': out of memory", plugin);
@@ -199,7 +222,7 @@ static int plugin_use_shell(ss_plugin_t *p, const char *plugin, char *err, size_
 	snprintf(p->name, sizeof(p->name), "%.*s", (int)sizeof(p->name) - 1,
 		 base ? base + 1 : word);
 	if (n && plugin_first_word(plugin) == n) {
-		if ((rc = plugin_find(p, word, err, errlen)) < 0)
+		if ((rc = plugin_find(p, word, false, err, errlen)) < 0)
 			return rc;
 		free(p->path);
 		p->path = NULL;
@@ -216,7 +239,8 @@ static int plugin_use_shell(ss_plugin_t *p, const char *plugin, char *err, size_
 	return 0;
 }
 
-int ss_plugin_locate(const char *plugin, char *path, size_t cap, char *err, size_t errlen)
+int ss_plugin_locate(const char *plugin, bool name_only, char *path, size_t cap, char *err,
+		     size_t errlen)
 {
 	ss_plugin_t p;
 	char word[4096];
@@ -224,7 +248,7 @@ int ss_plugin_locate(const char *plugin, char *path, size_t cap, char *err, size
 	int rc;
 
 	memset(&p, 0, sizeof(p));
-	if (plugin_is_command(plugin)) {
+	if (!name_only && plugin_is_command(plugin)) {
 		/* The shell finds what it runs; only a plain first word can be
 		 * looked for here, as ss_plugin_init does. */
 		if (n == 0 || n >= sizeof(word) || plugin[n] == '\0') {
@@ -235,7 +259,7 @@ int ss_plugin_locate(const char *plugin, char *path, size_t cap, char *err, size
 		word[n] = '\0';
 		plugin = word;
 	}
-	rc = plugin_find(&p, plugin, err, errlen);
+	rc = plugin_find(&p, plugin, name_only, err, errlen);
 	if (rc == 0)
 		snprintf(path, cap, "%s", p.path);
 	free(p.path);
@@ -246,7 +270,8 @@ int ss_plugin_init(ss_plugin_t *p, struct ev_loop *loop, const ss_plugin_spec_t 
 		   ss_plugin_cb cb, void *data, char *err, size_t errlen)
 {
 	const char *base = strrchr(spec->plugin, '/');
-	bool command = plugin_is_command(spec->plugin);
+	/* A URL's plugin never reaches a shell, whatever it holds. */
+	bool command = !spec->name_only && plugin_is_command(spec->plugin);
 	struct sockaddr_in *sin = (struct sockaddr_in *)&p->local;
 	uint16_t port;
 	int rc;
@@ -264,7 +289,7 @@ int ss_plugin_init(ss_plugin_t *p, struct ev_loop *loop, const ss_plugin_spec_t 
 	ev_init(&p->timer, plugin_timer_cb);
 	p->timer.data = p;
 	rc = command ? plugin_use_shell(p, spec->plugin, err, errlen)
-		     : plugin_find(p, spec->plugin, err, errlen);
+		     : plugin_find(p, spec->plugin, spec->name_only, err, errlen);
 	if (rc < 0)
 		return rc;
 	if ((rc = ss_port_pick_loopback(spec->tcp, spec->udp, spec->avoid, 2, &port)) < 0) {

@@ -18,7 +18,9 @@
  * no arguments, as shadowsocks-libev 3.3.5 runs it. A plugin string that is
  * a command line rather than a file (spaces, shell syntax) runs as
  * sh -c "exec PLUGIN", as libev runs every plugin, so that its words are
- * the plugin's arguments. A client's plugin
+ * the plugin's arguments; but only a plugin from the configuration. One
+ * from an ss:// URL (name_only) is run as a plain program name or not at
+ * all: it is text from whoever shared the URL. A client's plugin
  * listens on the local (loopback) address and carries what it gets there to
  * the remote server; a server's plugin listens on the remote (public)
  * address and hands what it gets to the local one, where ss-server listens.
@@ -51,8 +53,13 @@ typedef struct ss_plugin ss_plugin_t;
 typedef void (*ss_plugin_cb)(ss_plugin_t *p, ss_plugin_event_t ev, const char *msg);
 
 typedef struct ss_plugin_spec {
-	const char *plugin;      /* a path, or a name looked for in PATH, then in the
-				  * working directory */
+	const char *plugin; /* a path, or a name looked for in PATH, then in the
+			     * working directory; or a command line */
+	/* plugin came from an ss:// URL: it must be a plain program name
+	 * (ss_url_plugin_name_ok), is looked for only in PATH's absolute
+	 * directories, and is executed without a shell; anything else is
+	 * refused. */
+	bool name_only;
 	const char *opts;        /* SS_PLUGIN_OPTIONS; "" or NULL for none */
 	const char *remote_host; /* SS_REMOTE_HOST, as configured */
 	uint16_t remote_port;
@@ -98,13 +105,16 @@ struct ss_plugin {
 
 /* The file plugin would run as (what ss_plugin_init executes: a path or a
  * name found in PATH or the working directory; for a command line, its
- * first word when that is a plain name) into path[cap]. 0, or -errno with
- * err saying why it cannot run. Starts nothing. */
-int ss_plugin_locate(const char *plugin, char *path, size_t cap, char *err, size_t errlen);
+ * first word when that is a plain name; with name_only, as the spec's) into
+ * path[cap]. 0, or -errno with err saying why it cannot run. Starts
+ * nothing. */
+int ss_plugin_locate(const char *plugin, bool name_only, char *path, size_t cap, char *err,
+		     size_t errlen);
 
 /* Finds the plugin's file, picks a free loopback port for it and builds its
  * environment; runs nothing yet. 0, or -errno with err naming the plugin and
- * the reason (not found, not executable, no port). */
+ * the reason (not found, not executable, no port; -EPERM: name_only and not
+ * a plain program name). */
 int ss_plugin_init(ss_plugin_t *p, struct ev_loop *loop, const ss_plugin_spec_t *spec,
 		   ss_plugin_cb cb, void *data, char *err, size_t errlen);
 

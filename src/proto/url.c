@@ -170,8 +170,70 @@ static int url_hostport(const char *s, size_t n, ss_url_t *u, char *err, size_t 
 	return 0;
 }
 
+bool ss_url_plugin_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > SS_URL_PLUGIN_NAME_MAX || name[0] == '-' || name[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.' || c == '+'))
+			return false;
+	}
+	return true;
+}
+
+/* Up to URL_QUOTE_MAX bytes of s for a message, each byte that is not
+ * printable ASCII as '?' (no terminal control sequence gets through), and
+ * "..." when it goes on. */
+#define URL_QUOTE_MAX 64
+static const char *url_quote(const char *s, char out[static URL_QUOTE_MAX + 4])
+{
+	size_t i = 0;
+
+	for (; s[i] && i < URL_QUOTE_MAX; i++)
+		out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	strcpy(out + i, s[i] ? "..." : "");
+	return out;
+}
+
+/* The plugin parameter, decoded: "name;options". The name must be a plain
+ * program name, and the options plain text: both come from whoever wrote
+ * the URL, and they are run and handed over by whoever uses it. */
+static int url_plugin(char *value, ss_url_t *u, char *err, size_t errlen)
+{
+	char shown[URL_QUOTE_MAX + 4];
+	char *semi = strchr(value, ';');
+	const char *opts = semi ? semi + 1 : "";
+
+	if (semi)
+		*semi = '\0';
+	if (!ss_url_plugin_name_ok(value))
+		return url_err(
+		    err, errlen,
+		    "the plugin in the URL's \"plugin\" parameter is not a plain program "
+		    "name: `%s' (a URL may only name a program to look for in PATH)",
+		    url_quote(value, shown));
+	if (strlen(opts) >= sizeof(u->plugin_opts))
+		return url_err(err, errlen,
+			       "the plugin options in the URL's \"plugin\" parameter are too long");
+	for (const char *o = opts; *o; o++)
+		if ((unsigned char)*o < 0x20 || *o == 0x7f)
+			return url_err(err, errlen,
+				       "the plugin options in the URL's \"plugin\" parameter have "
+				       "a control character (0x%02x at byte %zu): `%s'",
+				       (unsigned)(unsigned char)*o, (size_t)(o - opts),
+				       url_quote(opts, shown));
+	strcpy(u->plugin, value);
+	strcpy(u->plugin_opts, opts);
+	return 0;
+}
+
 /* The query: plugin=name;opts (percent-encoded); other parameters are
- * ignored. */
+ * ignored, and so is an empty plugin= (no plugin, as an empty "plugin" in
+ * the configuration). */
 static int url_query(const char *q, size_t n, ss_url_t *u, char *err, size_t errlen)
 {
 	bool seen = false;
@@ -181,7 +243,8 @@ static int url_query(const char *q, size_t n, ss_url_t *u, char *err, size_t err
 		size_t len = amp ? (size_t)(amp - q) : n;
 
 		if (len > 7 && strncmp(q, "plugin=", 7) == 0) {
-			char value[2 * SS_URL_PLUGIN_MAX], *semi;
+			char value[2 * SS_URL_PLUGIN_MAX];
+			int rc;
 
 			if (seen)
 				return url_err(err, errlen, "the plugin is given twice");
@@ -189,17 +252,8 @@ static int url_query(const char *q, size_t n, ss_url_t *u, char *err, size_t err
 			if (pct_decode(q + 7, len - 7, value, sizeof(value)) < 0)
 				return url_err(err, errlen,
 					       "the plugin parameter is badly encoded");
-			semi = strchr(value, ';');
-			if (semi)
-				*semi = '\0';
-			if (!value[0] || strlen(value) >= sizeof(u->plugin) ||
-			    (semi && strlen(semi + 1) >= sizeof(u->plugin_opts)))
-				return url_err(
-				    err, errlen,
-				    "the plugin name is empty, or it or its options too long");
-			strcpy(u->plugin, value);
-			if (semi)
-				strcpy(u->plugin_opts, semi + 1);
+			if ((rc = url_plugin(value, u, err, errlen)) < 0)
+				return rc;
 		}
 		if (!amp)
 			break;

@@ -81,7 +81,8 @@ static int check_server(const ss_config_t *cfg, size_t i, ss_resolver_t *r, FILE
 		(unsigned)port, s->method->name, s->tag[0] ? " (" : "", s->tag,
 		s->tag[0] ? ")" : "");
 	if (s->plugin[0]) {
-		if (ss_plugin_locate(s->plugin, path, sizeof(path), why, sizeof(why)) < 0)
+		if (ss_plugin_locate(s->plugin, s->plugin_from_url, path, sizeof(path), why,
+				     sizeof(why)) < 0)
 			return ss_cfg_err(err, errlen, "server %zu: %s", i + 1, why);
 		fprintf(out, "  plugin %s (%s), mode %s%s%s\n", s->plugin, path,
 			check_modes[s->plugin_mode], s->plugin_opts[0] ? ", options " : "",
@@ -163,7 +164,8 @@ static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *
 				return -EINVAL;
 		}
 		if (cfg->plugin[0]) {
-			if (ss_plugin_locate(cfg->plugin, path, sizeof(path), why, sizeof(why)) < 0)
+			if (ss_plugin_locate(cfg->plugin, false, path, sizeof(path), why,
+					     sizeof(why)) < 0)
 				return ss_cfg_err(err, errlen, "%s", why);
 			fprintf(out, "plugin: %s (%s), mode %s%s%s\n", cfg->plugin, path,
 				check_modes[cfg->plugin_mode],

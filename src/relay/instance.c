@@ -587,12 +587,14 @@ void ss_instance_set_cb(ss_instance_t *inst, ss_instance_cb cb, void *arg)
 }
 
 /* A plugin in front of host:port (SS_REMOTE_HOST, as configured), set up
- * but not started: plugin with opts, carrying tcp and udp. */
-static int instance_plugin(struct ss_instance *inst, const char *plugin, const char *opts,
-			   const char *host, uint16_t port, bool tcp, bool udp, char *err,
-			   size_t errlen)
+ * but not started: plugin with opts, carrying tcp and udp; name_only for
+ * one from a URL. */
+static int instance_plugin(struct ss_instance *inst, const char *plugin, bool name_only,
+			   const char *opts, const char *host, uint16_t port, bool tcp, bool udp,
+			   char *err, size_t errlen)
 {
 	ss_plugin_spec_t spec = {.plugin = plugin,
+				 .name_only = name_only,
 				 .opts = opts,
 				 .remote_host = host,
 				 .remote_port = port,
@@ -632,7 +634,7 @@ static int instance_server_entry(struct ss_instance *inst, const char *host, uin
 		lo = (struct sockaddr_in *)ss_plugin_local(
 		    &inst->first->plugins[inst->n_shared_plugins++], &len);
 	} else {
-		if ((rc = instance_plugin(inst, cfg->plugin, cfg->plugin_opts, host, port,
+		if ((rc = instance_plugin(inst, cfg->plugin, false, cfg->plugin_opts, host, port,
 					  cfg->plugin_tcp, cfg->plugin_udp, err, errlen)) < 0)
 			return rc;
 		lo = (struct sockaddr_in *)ss_plugin_local(&inst->plugins[inst->n_plugins - 1],
@@ -657,8 +659,8 @@ static int instance_client_entry(struct ss_instance *inst, size_t i, char *err, 
 
 	if (!e->plugin[0])
 		return 0;
-	if ((rc = instance_plugin(inst, e->plugin, e->plugin_opts, e->host, s->port, e->plugin_tcp,
-				  e->plugin_udp, err, errlen)) < 0)
+	if ((rc = instance_plugin(inst, e->plugin, e->plugin_from_url, e->plugin_opts, e->host,
+				  s->port, e->plugin_tcp, e->plugin_udp, err, errlen)) < 0)
 		return rc;
 	ss_servers_set_plugin(&inst->servers, (int)i, &inst->plugins[inst->n_plugins - 1]);
 	return 0;

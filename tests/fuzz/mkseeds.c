@@ -132,6 +132,12 @@ static void parsers(void)
 		 "ss://2022-blake3-aes-256-gcm:YctPZ6U7xPPcU%2Bgp3u%2B0tx%2FtRizJN9K8y%2BuKlW2qjlI%"
 		 "3D@[2001:db8::1]:8888#Example3");
 	put_text("fuzz_url", "old", "ss://YWVzLTI1Ni1nY206c2VjcmV0QDEyNy4wLjAuMTo4Mzg4#old");
+	/* A plugin that would be shell text (refused), and shell text in the
+	 * options (data for SS_PLUGIN_OPTIONS). */
+	put_text("fuzz_url", "plugin_shell",
+		 "ss://YWVzLTI1Ni1nY206cA@host:8388/?plugin=touch%20pwned%20%23");
+	put_text("fuzz_url", "plugin_opts",
+		 "ss://YWVzLTI1Ni1nY206cA@host:8388/?plugin=a.b%2Bc%3Bx%3D%24(id)%3B%60y%60#t");
 
 	put_text("fuzz_hosts", "hosts",
 		 "\x10# The hosts file\n127.0.0.1\tlocalhost\n::1 localhost ip6-localhost "

@@ -148,11 +148,12 @@ class SS:
             raise ValueError(via)
         return open_, server, client
 
-    def run(self, name, args, impl="ours", timeout=None):
+    def run(self, name, args, impl="ours", timeout=None, env=None, **kw):
         """Starts a program that is expected to exit by itself; returns
         (exit code or None if still running after timeout, program). A
-        program still running is killed."""
-        p = self.procs.start(self.exe(name, impl), args)
+        program still running is killed. env and kw (preexec, pass_fds) as
+        for Processes.start."""
+        p = self.procs.start(self.exe(name, impl), args, env=env, **kw)
         p.expect_exit = True
         rc = p.wait_exit(sslib.T(5) if timeout is None else timeout)
         if rc is None:

@@ -114,3 +114,17 @@ def test_print_url_names_the_clients_plugin(ss, plugin, opts, want):
     lines, _ = print_url(ss, args)
     query = urllib.parse.urlsplit(lines[0]).query
     assert urllib.parse.parse_qs(query) == {"plugin": [want]}, lines[0]
+
+
+@pytest.mark.parametrize("plugin", ("obfs-server --fast-open", "/usr/bin/obfs-server -v",
+                                    "/opt/my plugin"))
+def test_print_url_refuses_a_plugin_command_line(ss, plugin):
+    """A client takes nothing but a program's name from a URL, so a server
+    whose plugin is a command line prints no URL: it says why and exits 1
+    rather than print one every client refuses."""
+    rc, p = ss.run("ss-server", ["-s", "127.0.0.1", "-p", "8388", "-m", "aes-128-gcm", "-k",
+                                 "pw", "--plugin", plugin, "--print-url"])
+    assert rc == 1, p.describe()
+    assert "ss://" not in p.stdout()
+    assert ("--print-url: a URL names its plugin by a program name alone, and '%s' is not one"
+            % plugin.rsplit("/", 1)[-1]) in p.stderr(), p.describe()

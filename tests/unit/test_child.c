@@ -268,36 +268,56 @@ static void plugin_cb(ss_plugin_t *p, ss_plugin_event_t ev, const char *msg)
 	(void)msg;
 }
 
-static int plugin_init_err(const char *plugin, char *err, size_t errlen)
+/* ss_plugin_init for plugin (name_only: from a URL); p is the caller's to
+ * free. */
+static int plugin_init_as(ss_plugin_t *p, const char *plugin, bool name_only, char *err,
+			  size_t errlen)
 {
-	ss_plugin_spec_t spec = {
-	    .plugin = plugin, .remote_host = "127.0.0.1", .remote_port = 1, .tcp = true};
+	ss_plugin_spec_t spec = {.plugin = plugin,
+				 .name_only = name_only,
+				 .remote_host = "127.0.0.1",
+				 .remote_port = 1,
+				 .tcp = true};
+
+	return ss_plugin_init(p, EV_DEFAULT, &spec, plugin_cb, NULL, err, errlen);
+}
+
+static int plugin_init_err(const char *plugin, bool name_only, char *err, size_t errlen)
+{
 	ss_plugin_t p;
-	int rc = ss_plugin_init(&p, EV_DEFAULT, &spec, plugin_cb, NULL, err, errlen);
+	int rc = plugin_init_as(&p, plugin, name_only, err, errlen);
+
 	ss_plugin_free(&p);
 	return rc;
+}
+
+/* Writes a script at dir/name with mode; its path into path[cap]. */
+static void put_script(const char *dir, const char *name, mode_t mode, char *path, size_t cap)
+{
+	FILE *f;
+
+	snprintf(path, cap, "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("#!/bin/sh\nexit 0\n", f);
+	fclose(f);
+	assert_int_equal(chmod(path, mode), 0);
 }
 
 static void test_plugin_not_runnable(void **state)
 {
 	char dir[] = "/tmp/ss-test-plugin-XXXXXX", path[64], err[512], want[600];
-	FILE *f;
 	(void)state;
 
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(plugin_init_err("ss-no-such-plugin", err, sizeof(err)), -ENOENT);
+	assert_int_equal(plugin_init_err("ss-no-such-plugin", false, err, sizeof(err)), -ENOENT);
 	assert_string_equal(err, "plugin 'ss-no-such-plugin': not found in PATH or the working "
 				 "directory");
-	snprintf(path, sizeof(path), "%s/plugin", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("#!/bin/sh\n", f);
-	fclose(f);
-	chmod(path, 0644);
-	assert_int_equal(plugin_init_err(path, err, sizeof(err)), -EACCES);
+	put_script(dir, "plugin", 0644, path, sizeof(path));
+	assert_int_equal(plugin_init_err(path, false, err, sizeof(err)), -EACCES);
 	snprintf(want, sizeof(want), "plugin '%s': it is not executable", path);
 	assert_string_equal(err, want);
-	assert_int_equal(plugin_init_err(dir, err, sizeof(err)), -EISDIR);
+	assert_int_equal(plugin_init_err(dir, false, err, sizeof(err)), -EISDIR);
 	snprintf(want, sizeof(want), "plugin '%s': it is a directory", dir);
 	assert_string_equal(err, want);
 	/* A name found in the working directory, when PATH has none. */
@@ -305,7 +325,65 @@ static void test_plugin_not_runnable(void **state)
 	char cwd[4096];
 	assert_non_null(getcwd(cwd, sizeof(cwd)));
 	assert_int_equal(chdir(dir), 0);
-	assert_int_equal(plugin_init_err("plugin", err, sizeof(err)), 0);
+	assert_int_equal(plugin_init_err("plugin", false, err, sizeof(err)), 0);
+	assert_int_equal(chdir(cwd), 0);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* A URL's plugin (name_only), however it got here: a command line, a path
+ * or an option is refused before anything is looked up or run; a plain name
+ * is looked for in PATH's absolute directories only, never in the working
+ * directory, and is executed itself with just its name as argv. */
+static void test_plugin_name_only(void **state)
+{
+	static const char *const bad[] = {
+	    "touch pwned #", "sh -c id", "$(id)",   "`id`",      "a;b", "a|b", "a&b", "a>b",
+	    "a\nb",          "a\tb",     "/bin/sh", "../bin/sh", "./x", "-x",  "x/",  "",
+	    "'a'",           "\"a\"",    "a\\b",
+	};
+	char dir[] = "/tmp/ss-test-plugin-XXXXXX", cwd[4096], path[256], err[512], found[4096];
+	char oldpath[4096], newpath[4096 + 300];
+	ss_plugin_t p;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(plugin_init_err(bad[i], true, err, sizeof(err)), -EPERM);
+		assert_non_null(strstr(err, "comes from an ss:// URL and is not a plain program "
+					    "name; nothing was run"));
+		assert_null(strchr(err, '\n'));
+		assert_int_equal(
+		    ss_plugin_locate(bad[i], true, found, sizeof(found), err, sizeof(err)), -EPERM);
+	}
+	/* The configuration's plugin may still be a path. */
+	assert_int_equal(ss_plugin_locate("/bin/sh", false, found, sizeof(found), err, sizeof(err)),
+			 0);
+
+	assert_non_null(mkdtemp(dir));
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	snprintf(oldpath, sizeof(oldpath), "%s", getenv("PATH") ? getenv("PATH") : "");
+	put_script(dir, "ss-url-plugin", 0755, path, sizeof(path));
+	assert_int_equal(chdir(dir), 0);
+	/* In the working directory, and in PATH as ".": not a program of PATH. */
+	snprintf(newpath, sizeof(newpath), ".:%s", oldpath);
+	setenv("PATH", newpath, 1);
+	assert_int_equal(plugin_init_err("ss-url-plugin", true, err, sizeof(err)), -ENOENT);
+	assert_string_equal(err, "plugin 'ss-url-plugin': not found in PATH");
+	/* From the configuration, the same name is found there. */
+	assert_int_equal(plugin_init_err("ss-url-plugin", false, err, sizeof(err)), 0);
+	/* In an absolute directory of PATH: found, and run without a shell. */
+	snprintf(newpath, sizeof(newpath), "%s:%s", dir, oldpath);
+	setenv("PATH", newpath, 1);
+	assert_int_equal(plugin_init_as(&p, "ss-url-plugin", true, err, sizeof(err)), 0);
+	assert_string_equal(p.path, path);
+	assert_string_equal(p.argv[0], "ss-url-plugin");
+	assert_null(p.argv[1]);
+	ss_plugin_free(&p);
+	assert_int_equal(
+	    ss_plugin_locate("ss-url-plugin", true, found, sizeof(found), err, sizeof(err)), 0);
+	assert_string_equal(found, path);
+
+	setenv("PATH", oldpath, 1);
 	assert_int_equal(chdir(cwd), 0);
 	unlink(path);
 	rmdir(dir);
@@ -317,6 +395,7 @@ int main(void)
 	    cmocka_unit_test(test_default_loop),
 	    cmocka_unit_test(test_own_loop),
 	    cmocka_unit_test(test_plugin_not_runnable),
+	    cmocka_unit_test(test_plugin_name_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1349,6 +1349,9 @@ static void test_server_urls(void **state)
 	assert_int_equal(cfg.servers[1].psks.n, 2);
 	/* A URL says everything: no plugin is no plugin. */
 	assert_string_equal(cfg.servers[1].plugin, "");
+	/* The URL's plugin is marked as the URL's: it runs as a name only. */
+	assert_true(cfg.servers[0].plugin_from_url);
+	assert_true(cfg.servers[1].plugin_from_url);
 
 	/* In a file: "server_url" alone or a list, and URLs among "server". */
 	snprintf(text, sizeof(text), "{\"local_port\": 1, \"server_url\": \"%s\"}", url3);
@@ -1363,6 +1366,9 @@ static void test_server_urls(void **state)
 	assert_int_equal(cfg.n_servers, 5);
 	expect_entry_key(0, "aes-256-gcm", "p@ss:word");
 	expect_entry_key(1, SS_DEFAULT_METHOD, "top");
+	assert_true(cfg.servers[0].plugin_from_url);
+	assert_false(cfg.servers[1].plugin_from_url);
+	assert_false(cfg.servers[2].plugin_from_url);
 	assert_string_equal(cfg.servers[2].host, "h9");
 	assert_string_equal(cfg.servers[3].host, "2001:db8::2");
 	expect_entry_key(4, "chacha20-ietf-poly1305", "p3");
@@ -1370,6 +1376,47 @@ static void test_server_urls(void **state)
 	expect_run(SS_PROG_LOCAL, "-c", write_file("u3.json", text), "--server-url", url3, NULL);
 	assert_int_equal(cfg.n_servers, 1);
 	assert_string_equal(cfg.servers[0].host, "h3.example");
+}
+
+/* A plugin that is not a plain program name is refused from a URL wherever
+ * the URL is given, naming where; the configuration's own plugin may still
+ * be a command line, and is not marked as a URL's. */
+static void test_server_url_plugins(void **state)
+{
+	(void)state;
+	static const char bad[] = "ss://YWVzLTI1Ni1nY206cA@h:1/?plugin=touch%20pwned%20%23";
+	static const char want[] = "ss:// URL: the plugin in the URL's \"plugin\" parameter is "
+				   "not a plain program name: `touch pwned #'";
+	char text[512], msg[512];
+
+	snprintf(msg, sizeof(msg), "--server-url: %s", want);
+	expect_error(msg, SS_PROG_LOCAL, "--server-url", bad, "-l", "1", NULL);
+	expect_error(msg, SS_PROG_TUNNEL, "--server-url", bad, "-l", "1", "-L", "h:1", NULL);
+	snprintf(msg, sizeof(msg), "-s/server: %s", want);
+	expect_error(msg, SS_PROG_LOCAL, "-s", bad, "-l", "1", NULL);
+	snprintf(text, sizeof(text), "{\"local_port\": 1, \"server_url\": \"%s\"}", bad);
+	snprintf(msg, sizeof(msg), "\"server_url\": %s", want);
+	expect_error(msg, SS_PROG_LOCAL, "-c", write_file("pu1.json", text), NULL);
+	snprintf(text, sizeof(text),
+		 "{\"local_port\": 1, \"server_url\": [\"ss://YWVzLTI1Ni1nY206cA@h:1\", \"%s\"]}",
+		 bad);
+	snprintf(msg, sizeof(msg), "\"server_url\"[1]: %s", want);
+	expect_error(msg, SS_PROG_LOCAL, "-c", write_file("pu2.json", text), NULL);
+	snprintf(text, sizeof(text), "{\"local_port\": 1, \"server\": [\"%s\"]}", bad);
+	expect_error(want, SS_PROG_LOCAL, "-c", write_file("pu3.json", text), NULL);
+	snprintf(text, sizeof(text), "{\"local_port\": 1, \"servers\": [\"%s\"]}", bad);
+	snprintf(msg, sizeof(msg), "\"servers\"[0]: %s", want);
+	expect_error(msg, SS_PROG_LOCAL, "-c", write_file("pu4.json", text), NULL);
+
+	/* The configuration's plugin, for the servers without their own. */
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-k", "p", "-l", "1", "--plugin",
+		   "obfs-local --fast-open", "--server-url",
+		   "ss://YWVzLTI1Ni1nY206cA@h:2/?plugin=v2ray-plugin%3Btls", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "obfs-local --fast-open");
+	assert_false(cfg.servers[0].plugin_from_url);
+	assert_string_equal(cfg.servers[1].plugin, "v2ray-plugin");
+	assert_string_equal(cfg.servers[1].plugin_opts, "tls");
+	assert_true(cfg.servers[1].plugin_from_url);
 }
 
 static void test_server_entry_errors(void **state)
@@ -1473,6 +1520,7 @@ int main(void)
 	    cmocka_unit_test(test_clear),
 	    cmocka_unit_test(test_servers_objects),
 	    cmocka_unit_test(test_server_urls),
+	    cmocka_unit_test(test_server_url_plugins),
 	    cmocka_unit_test(test_server_plugins),
 	    cmocka_unit_test(test_server_entry_errors),
 	};

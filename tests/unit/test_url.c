@@ -112,13 +112,144 @@ static void test_refusals(void **state)
 	refused("ss://bm8tY29sb24taGVyZQ@h:1", "method:password"); /* "no-colon-here" */
 	refused("ss://Omh1bnRlcjI@h:1", "method");                 /* ":hunter2" */
 	refused("ss://aes-256-gcm:hunter2@h:1?plugin=a&plugin=b", "plugin");
-	refused("ss://aes-256-gcm:hunter2@h:1?plugin=%3Bx", "plugin");
+	refused("ss://aes-256-gcm:hunter2@h:1?plugin=%3Bx", "\"plugin\" parameter");
 	refused("ss://aes-256-gcm:hunter2@h:1#bad%zz", "tag");
 	refused("ss://aes-256-gcm:hunter2%00@h:1", "userinfo");
 	refused("ss://nothing-at-all", "userinfo@");
 	/* What an error quotes stays on one line. */
 	refused("ss://YWVzLTI1Ni1nY206aHVudGVyMg@h:1\n2", "port");
 	assert_null(strchr(err, '\n'));
+}
+
+/* A URL is text anyone may have written: its plugin must be a program's
+ * name, nothing a shell or a path lookup would read otherwise. Each of
+ * these is refused, quoting the name as given (control bytes as '?'). */
+static void test_plugin_not_a_name(void **state)
+{
+	static const struct {
+		const char *param; /* the plugin parameter, percent-encoded */
+		const char *shown; /* how the message quotes the name */
+	} bad[] = {
+	    {"touch%20pwned%20%23", "touch pwned #"},
+	    {"touch%20pwned%20%23%3Bobfs%3Dhttp", "touch pwned #"},
+	    /* ';' ends the name (SIP003): "a;b" is the plugin a with the option
+	     * b, and b goes nowhere but SS_PLUGIN_OPTIONS. */
+	    {"a%3Bb", NULL},
+	    {"a;b", NULL},
+	    {"%24(touch%20x)", "$(touch x)"},
+	    {"$(touch x)", "$(touch x)"},
+	    {"%60touch%20x%60", "`touch x`"},
+	    {"a%7Cb", "a|b"},
+	    {"a%26b", "a&b"},
+	    {"a%3Eb", "a>b"},
+	    {"a%3Cb", "a<b"},
+	    {"a%0Ab", "a?b"},
+	    {"a%0Db", "a?b"},
+	    {"a%09b", "a?b"},
+	    {"a%20b", "a b"},
+	    {"a%2Ab", "a*b"},
+	    {"a%3Fb", "a?b"},
+	    {"a%27b", "a'b"},
+	    {"a%22b", "a\"b"},
+	    {"a%5Cb", "a\\b"},
+	    {"a%7Eb", "a~b"},
+	    {"a%3Db", "a=b"},
+	    {"FOO%3D1%20obfs-local", "FOO=1 obfs-local"},
+	    {"..%2Fbin%2Fsh", "../bin/sh"},
+	    {"../bin/sh", "../bin/sh"},
+	    {"%2Fbin%2Fsh", "/bin/sh"},
+	    {"%2Ftmp%2Fx%3Bopt", "/tmp/x"},
+	    {".%2Fx", "./x"},
+	    {"obfs-local%2F", "obfs-local/"},
+	    {"-x", "-x"},
+	    {"--help", "--help"},
+	    {".", "."},
+	    {"..", ".."},
+	    {".hidden", ".hidden"},
+	    {"%3Bobfs%3Dhttp", ""}, /* an empty name, with options */
+	    {"%3B", ""},
+	    {"%C3%A9", "??"}, /* not ASCII */
+	    {"%1B%5B31m", "?[31m"},
+	};
+	char text[512], want[256];
+
+	(void)state;
+	refused("ss://YWVzLTI1Ni1nY206cA@host:8388/?plugin=touch%20pwned%20%23",
+		"the plugin in the URL's \"plugin\" parameter is not a plain program name: "
+		"`touch pwned #'");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "ss://aes-256-gcm:hunter2@h:1/?plugin=%s#t",
+			 bad[i].param);
+		if (!bad[i].shown) {
+			parse_ok(text);
+			assert_string_equal(u.plugin, "a");
+			assert_string_equal(u.plugin_opts, "b");
+			continue;
+		}
+		snprintf(want, sizeof(want), "not a plain program name: `%s'", bad[i].shown);
+		refused(text, want);
+		assert_null(strchr(err, '\n'));
+		assert_null(strchr(err, '\033'));
+	}
+	/* Longer than a file name can be; the message quotes the start. */
+	char name[300];
+	memset(name, 'a', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	snprintf(text, sizeof(text), "ss://aes-256-gcm:hunter2@h:1/?plugin=%s", name);
+	refused(text, "`aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'");
+	name[SS_URL_PLUGIN_NAME_MAX] = '\0';
+	snprintf(text, sizeof(text), "ss://aes-256-gcm:hunter2@h:1/?plugin=%s", name);
+	parse_ok(text);
+	assert_int_equal(strlen(u.plugin), SS_URL_PLUGIN_NAME_MAX);
+}
+
+/* Plain names are taken as they are; the options are data for
+ * SS_PLUGIN_OPTIONS, shell syntax included, but never a control byte. */
+static void test_plugin_names_and_options(void **state)
+{
+	static const char *const good[] = {
+	    "obfs-local", "v2ray-plugin", "ss-v2ray-plugin", "kcptun_client", "a.b+c", "x",
+	    "0",          "A-Z_0.9+",     "xray-plugin",     "gost-plugin",
+	};
+	char text[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "ss://YWVzLTI1Ni1nY206cA@h:1/?plugin=%s", good[i]);
+		parse_ok(text);
+		assert_string_equal(u.plugin, good[i]);
+		assert_true(ss_url_plugin_name_ok(good[i]));
+	}
+	/* Percent-encoded letters of a plain name are that name. */
+	parse_ok("ss://YWVzLTI1Ni1nY206cA@h:1/?plugin=obfs%2Dlocal%2Bx");
+	assert_string_equal(u.plugin, "obfs-local+x");
+	/* Options with shell syntax stay text, byte for byte. */
+	parse_ok("ss://YWVzLTI1Ni1nY206cA@h:1/?plugin=obfs-local%3Bobfs%3Dhttp%3B%24(touch%20x)%3B"
+		 "%60id%60%7Ca%26b%3Ec%20'q'%22d%22%5C");
+	assert_string_equal(u.plugin, "obfs-local");
+	assert_string_equal(u.plugin_opts, "obfs=http;$(touch x);`id`|a&b>c 'q'\"d\"\\");
+	parse_ok("ss://YWVzLTI1Ni1nY206cA@h:1/?plugin=v2ray-plugin%3B");
+	assert_string_equal(u.plugin_opts, "");
+	/* An empty plugin= is no plugin, as before. */
+	parse_ok("ss://YWVzLTI1Ni1nY206cA@h:1/?plugin=");
+	assert_string_equal(u.plugin, "");
+	refused("ss://aes-256-gcm:hunter2@h:1/?plugin=obfs-local%3Bobfs%3Dhttp%0Ax",
+		"the plugin options in the URL's \"plugin\" parameter have a control character "
+		"(0x0a at byte 9): `obfs=http?x'");
+	refused("ss://aes-256-gcm:hunter2@h:1/?plugin=obfs-local%3Ba%0Db", "(0x0d at byte 1)");
+	refused("ss://aes-256-gcm:hunter2@h:1/?plugin=obfs-local%3Ba%09b", "(0x09 at byte 1)");
+	refused("ss://aes-256-gcm:hunter2@h:1/?plugin=obfs-local%3Ba%7F", "(0x7f at byte 1)");
+	refused("ss://aes-256-gcm:hunter2@h:1/?plugin=obfs-local%3Ba%00b", "badly encoded");
+	/* The predicate alone, as the plugin launcher uses it. */
+	assert_false(ss_url_plugin_name_ok(""));
+	assert_false(ss_url_plugin_name_ok("/bin/sh"));
+	assert_false(ss_url_plugin_name_ok("sh -c x"));
+	assert_false(ss_url_plugin_name_ok("-"));
+	assert_false(ss_url_plugin_name_ok("a\nb"));
+	assert_false(ss_url_plugin_name_ok("a;b"));
+	assert_false(ss_url_plugin_name_ok("a\tb"));
+	assert_false(ss_url_plugin_name_ok("$(x)"));
+	assert_false(ss_url_plugin_name_ok("../x"));
 }
 
 static void roundtrip(const char *method, const char *password, const char *host,
@@ -172,6 +303,8 @@ int main(void)
 	    cmocka_unit_test(test_spec_examples),
 	    cmocka_unit_test(test_forms),
 	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_plugin_not_a_name),
+	    cmocka_unit_test(test_plugin_names_and_options),
 	    cmocka_unit_test(test_roundtrip),
 	};
 
