@@ -4,8 +4,8 @@
  * an association is an application's address on a client and a client
  * session on a server; each side keeps the peer's session and a window of
  * its packet ids, updated only once a packet has authenticated, and a
- * session never seen before is tried on the relay's scratch state first and
- * only then takes an association. */
+ * session never seen before is tried on one of the relay's scratch states
+ * first and only then takes an association. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -193,9 +193,18 @@ static const char *c22_why(ss_codec_t *k, const void *dec)
 
 /* ---- UDP ---- */
 
+/* Sessions this side holds no association for are opened on scratch states:
+ * a new session until its datagram validates, or, on a server, one that
+ * another worker holds, whose datagrams are opened here and handed there
+ * (its client's NAT moved it). A few stay set up, by session id, so that
+ * each such datagram does not derive its session's subkey again. */
+#define C22_SCRATCH 8
+
 typedef struct c22_udp {
 	ss_2022_udp_t u22;
-	ss_2022_udp_session_t scratch; /* a new session until its packet validates */
+	ss_2022_udp_session_t scratch[C22_SCRATCH];
+	bool started[C22_SCRATCH]; /* scratch[i] is set up for its id and user */
+	unsigned last;             /* the scratch state the last datagram opened with */
 } c22_udp_t;
 
 /* One association's sessions: the one this side sends with and the peer's
@@ -225,8 +234,13 @@ static int c22_udp_init(ss_codec_t *k, void *rst)
 		     ? ss_2022_udp_init_server(&r->u22, k->method, k->be, k->key, c22_users(k))
 		     : ss_2022_udp_init_client(&r->u22, k->method, k->be, k->psks);
 
-	if (rc == 0 && (rc = ss_2022_udp_session_init(&r->u22, &r->scratch)) < 0)
+	for (size_t i = 0; rc == 0 && i < C22_SCRATCH; i++)
+		rc = ss_2022_udp_session_init(&r->u22, &r->scratch[i]);
+	if (rc < 0) {
+		for (size_t i = 0; i < C22_SCRATCH; i++)
+			ss_2022_udp_session_free(&r->u22, &r->scratch[i]);
 		ss_2022_udp_free(&r->u22);
+	}
 	return rc;
 }
 
@@ -235,7 +249,8 @@ static void c22_udp_free(ss_codec_t *k, void *rst)
 	c22_udp_t *r = rst;
 	(void)k;
 
-	ss_2022_udp_session_free(&r->u22, &r->scratch);
+	for (size_t i = 0; i < C22_SCRATCH; i++)
+		ss_2022_udp_session_free(&r->u22, &r->scratch[i]);
 	ss_2022_udp_free(&r->u22);
 }
 
@@ -306,13 +321,15 @@ static long c22_udp_seal(ss_codec_t *k, void *rst, void *ast, uint8_t *buf, size
 	return w;
 }
 
-/* a takes the session a packet was just opened with on the scratch state. */
+/* a takes the session a packet was just opened with on a scratch state,
+ * which takes a's old state (reset) in its place. */
 static void c22_adopt(c22_udp_t *r, c22_assoc_t *a)
 {
 	ss_2022_udp_session_t t = a->rx;
 
-	a->rx = r->scratch;
-	r->scratch = t;
+	a->rx = r->scratch[r->last];
+	r->scratch[r->last] = t;
+	r->started[r->last] = false;
 }
 
 /* Opens the body of p with the peer session of a (known), or, for a session
@@ -326,8 +343,17 @@ static const char *c22_open(c22_udp_t *r, c22_assoc_t *a, bool known, ss_2022_ud
 			return ss_2022_strerror(p->err);
 		return NULL;
 	}
-	if (ss_2022_udp_session_start(&r->u22, &r->scratch, p->session_id, p->user) < 0 ||
-	    ss_2022_udp_open_body(&r->u22, &r->scratch, p, now) != SS_OK)
+	unsigned i = (unsigned)(p->session_id % C22_SCRATCH);
+	ss_2022_udp_session_t *s = &r->scratch[i];
+
+	r->last = i;
+	if (!r->started[i] || s->id != p->session_id || s->user != p->user) {
+		r->started[i] = false;
+		if (ss_2022_udp_session_start(&r->u22, s, p->session_id, p->user) < 0)
+			return ss_2022_strerror(SS_2022_E_AUTH);
+		r->started[i] = true;
+	}
+	if (ss_2022_udp_open_body(&r->u22, s, p, now) != SS_OK)
 		return ss_2022_strerror(p->err);
 	return NULL;
 }

@@ -559,6 +559,72 @@ static void test_udp(void **state)
 	}
 }
 
+/* A server worker that holds no association for the sessions it opens, as
+ * one that hands their datagrams to the worker holding them: each opens
+ * whole, session after session, however their ids fall on the codec's
+ * scratch states (SIP022 keeps a few set up by id); and then an association
+ * made for one of them takes the right session. */
+static void test_udp_sessions_elsewhere(void **state)
+{
+	enum { CLIENTS = 20, ROUNDS = 3 };
+	static uint8_t dgram[UDP_BUF];
+	(void)state;
+
+	for (size_t c = 0; c < NCASES; c++) {
+		uend_t cli[CLIENTS], srv;
+		ss_addr_t target;
+
+		setup_case(&cases[c]);
+		if (ks.ops->identity || !ks.ops->udp_memo_size) {
+			teardown_case();
+			continue;
+		}
+		assert_int_equal(ss_addr_set_domain(&target, "example.org", 53), 0);
+		uend_open(&srv, &ks, false);
+		for (size_t i = 0; i < CLIENTS; i++)
+			uend_open(&cli[i], &kc, true);
+		/* 20 sessions on 8 scratch states: ids collide, in turn. */
+		for (size_t r = 0; r < ROUNDS; r++) {
+			for (size_t i = 0; i < CLIENTS; i++) {
+				ss_codec_dgram_t d;
+				ss_codec_pkt_t p;
+				uint8_t *out;
+				uint8_t *wire = sbuf_u + UDP_HEAD - ks.udp_rx_lead;
+				static const struct sockaddr_in from = {.sin_family = AF_INET};
+
+				ss_random_bytes(data, 64);
+				size_t len = udp_seal(&cli[i], ubuf, &target, data, 64, &out);
+				memcpy(dgram, out, len);
+				memcpy(wire, dgram, len);
+				assert_null(ks.ops->udp_open_request(
+				    &ks, srv.rst, wire, len, serve_now, (const struct sockaddr *)&from,
+				    sizeof(from), &d));
+				assert_null(ks.ops->udp_accept(&ks, srv.rst, NULL, &d, serve_now, &p));
+				assert_int_equal(p.payload_len, 64);
+				assert_memory_equal(p.payload, data, 64);
+				/* The last round: client 7's session gets an association
+				 * here; its next datagram opens with it. */
+				if (r == ROUNDS - 1 && i == 7) {
+					assert_int_equal(ss_codec_udp_adopt(&ks, srv.rst, srv.ast, &d),
+							 0);
+					len = udp_seal(&cli[i], ubuf, &target, data, 32, &out);
+					memcpy(wire, out, len);
+					assert_null(ks.ops->udp_open_request(
+					    &ks, srv.rst, wire, len, serve_now,
+					    (const struct sockaddr *)&from, sizeof(from), &d));
+					assert_null(ks.ops->udp_accept(&ks, srv.rst, srv.ast, &d,
+								       serve_now, &p));
+					assert_int_equal(p.payload_len, 32);
+				}
+			}
+		}
+		for (size_t i = 0; i < CLIENTS; i++)
+			uend_close(&cli[i]);
+		uend_close(&srv);
+		teardown_case();
+	}
+}
+
 /* A client opening an answer; NULL, or why it was refused. */
 static const char *udp_answer(uend_t *cli, const uint8_t *dgram, size_t len, ss_codec_pkt_t *p)
 {
@@ -741,6 +807,7 @@ int main(void)
 	    cmocka_unit_test(test_tcp_full_slots), cmocka_unit_test(test_tcp_replay),
 	    cmocka_unit_test(test_tcp_wrong_key),  cmocka_unit_test(test_udp),
 	    cmocka_unit_test(test_udp_hostile),
+	    cmocka_unit_test(test_udp_sessions_elsewhere),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
