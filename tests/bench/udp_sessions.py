@@ -63,8 +63,13 @@ class Session:
         return ref.aes_ecb(self.key, sep) + self.aead.encrypt(sep[4:16], main + payload, None)
 
 
-def run_once(cfg, workers, ports, logdir):
+def run_once(cfg, workers, ports, logdir, count=None):
+    """One run of count datagrams (default cfg.count): the server's CPU per datagram, the
+    share handed over, the share lost, the rate; with --callgrind, also the server's
+    user-space instructions in all ("instructions")."""
+    count = count or cfg.count
     procs = bench.Procs(logdir)
+    cg_out = os.path.join(logdir, "callgrind.out")
     try:
         psk = os.urandom(32)
         echo = procs.start("echo", [cfg.ssload, "udp-echo", "--listen", f"{LOOPBACK}:0"],
@@ -72,11 +77,14 @@ def run_once(cfg, workers, ports, logdir):
         buf = [b""]
         echo_port = bench.read_json_line(echo, buf, 10, "udp-echo")["port"]
         server_port, = bench.free_ports(1, udp=True)
-        server = procs.start("ss-server", [
+        valgrind = (["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg_out}"]
+                    if cfg.callgrind else [])
+        server = procs.start("ss-server", valgrind + [
             cfg.server, "-s", LOOPBACK, "-p", str(server_port), "-u", "-m", METHOD,
             "-k", base64.b64encode(psk).decode(), "--workers", str(workers), "-v"])
-        bench.wait_listening([server_port], {"server": server}, 10, udp_ports=[server_port])
-        time.sleep(0.3)
+        bench.wait_listening([server_port], {"server": server}, 120 if cfg.callgrind else 10,
+                             udp_ports=[server_port])
+        time.sleep(1.0 if cfg.callgrind else 0.3)
         socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(ports)]
         for s in socks:
             s.bind((LOOPBACK, 0))
@@ -87,13 +95,13 @@ def run_once(cfg, workers, ports, logdir):
         sent = got = 0
         cpu0 = bench.proc_cpu(server.pid)
         t0 = time.monotonic()
-        while sent < cfg.count:
-            burst = min(cfg.burst, cfg.count - sent)
+        while sent < count:
+            burst = min(cfg.burst, count - sent)
             for i in range(burst):
                 socks[(sent + i) % ports].sendto(session.next(payload), dest)
             sent += burst
             want = burst
-            deadline = time.monotonic() + 1.0
+            deadline = time.monotonic() + (10.0 if cfg.callgrind else 1.0)
             while want and time.monotonic() < deadline:
                 ready, _, _ = select.select(socks, [], [], 0.2)
                 for s in ready:
@@ -109,13 +117,42 @@ def run_once(cfg, workers, ports, logdir):
         for s in socks:
             s.close()
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=120)
         with open(os.path.join(logdir, "ss-server.log"), errors="replace") as f:
             handed = sum(int(m.group(1)) for m in HANDED.finditer(f.read()))
-        return {"cpu_us": cpu / cfg.count * 1e6, "handed": handed / cfg.count,
-                "lost": (cfg.count - got) / cfg.count, "rate": cfg.count / wall}
+        res = {"cpu_us": cpu / count * 1e6, "handed": handed / count,
+               "lost": (count - got) / count, "rate": count / wall}
+        if cfg.callgrind:
+            with open(cg_out) as f:
+                res["instructions"] = int(re.search(r"^(?:summary|totals): (\d+)", f.read(),
+                                                    re.M).group(1))
+        return res
     finally:
         procs.stop_all()
+
+
+def callgrind_report(cfg, configs, work):
+    n1, n2 = cfg.count, 5 * cfg.count
+    print(f"ss-server's user-space instructions per datagram (in and answer), callgrind, "
+          f"({n2} - {n1}) datagrams of {cfg.size} bytes; kernel work not counted\n")
+    print("| configuration | instructions per datagram | handed over |")
+    print("|---|---:|---:|")
+    per = {}
+    for name, workers, ports in configs:
+        runs = []
+        for n in (n1, n2):
+            logdir = os.path.join(work, f"cg-w{workers}-p{ports}-n{n}")
+            os.makedirs(logdir)
+            runs.append(run_once(cfg, workers, ports, logdir, n))
+            print(f"{name}, {n}: {runs[-1]}", file=sys.stderr)
+        per[name] = (runs[1]["instructions"] - runs[0]["instructions"]) / (n2 - n1)
+        handed = (runs[1]["handed"] * n2 - runs[0]["handed"] * n1) / (n2 - n1)
+        per[name, "handed"] = handed
+        print(f"| {name} | {per[name]:,.0f} | {handed:.0%} |", flush=True)
+    many = f"--workers 2, {cfg.ports} ports"
+    if per[many, "handed"] > 0:
+        extra = (per[many] - per["--workers 2, 1 port"]) / per[many, "handed"]
+        print(f"\nExtra instructions per handed datagram: {extra:,.0f}")
 
 
 def main():
@@ -127,12 +164,18 @@ def main():
     p.add_argument("--ports", type=int, default=4, help="source ports taking turns (4)")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--ssload")
+    p.add_argument("--callgrind", action="store_true",
+                   help="count ss-server's user-space instructions per datagram under "
+                        "callgrind instead (runs of --count and 5 x --count, differenced)")
     cfg = p.parse_args()
     cfg.server = bench.binary(cfg.ours, "ss-server")
     work = tempfile.mkdtemp(prefix="udp-sessions-")
     cfg.ssload = bench.find_tool("ssload", cfg.ssload, cfg.ours, work)
     configs = [("--workers 1, 1 port", 1, 1), ("--workers 2, 1 port", 2, 1),
                (f"--workers 2, {cfg.ports} ports", 2, cfg.ports)]
+    if cfg.callgrind:
+        callgrind_report(cfg, configs, work)
+        return
     results = {name: [] for name, _, _ in configs}
     for r in range(cfg.runs):
         for name, workers, ports in configs:
