@@ -52,28 +52,29 @@ typedef struct ss_side {
 	ev_io wio; /* writable: drives the direction writing to this side */
 } ss_side_t;
 
-/* One direction: reads from side[d], writes to side[!d]. */
+/* One direction: reads from side[d], writes to side[!d]. The fields go by
+ * size, largest last, so that none pads (the slot's size, conn.c). */
 typedef struct ss_dir {
 	ss_xform_t xf;
-	/* This direction's codec state, in the slot's tail (ss_conn_t.tail),
-	 * as large as the method's codec needs; NULL when it needs none. */
-	void *codec;
-	uint8_t *buf;  /* leased only while bytes wait in it */
 	uint32_t keep; /* bytes at the front that must stay (plaintext awaiting a write) */
 	uint32_t rpos; /* DECODE: undecoded wire bytes are [rpos, rend) */
 	uint32_t rend;
-	uint16_t lead; /* plaintext already placed in slot 0 (a request's target
-			  first, where the codec puts it there) */
 	uint32_t outq; /* the sink's unsent bytes at the idle timer's last look while
 			  blocked; UINT32_MAX: no look yet */
+	uint16_t lead; /* plaintext already placed in slot 0 (a request's target
+			  first, where the codec puts it there) */
 	uint8_t iov_n; /* pending output: iov[iov_i..iov_n) */
 	uint8_t iov_i;
-	bool hdr_pending;  /* clients: the request (its target) is still to go */
-	bool splice;       /* COPY between two TCP sockets: moved with splice(2) */
-	bool copy_once;    /* splicing, but the next read goes through user space */
-	bool drained;      /* the last read emptied the source: wait for the watcher */
-	bool eof;          /* source reached EOF */
-	bool shut;         /* SHUT_WR done on the sink */
+	bool hdr_pending; /* clients: the request (its target) is still to go */
+	bool splice;      /* COPY between two TCP sockets: moved with splice(2) */
+	bool copy_once;   /* splicing, but the next read goes through user space */
+	bool drained;     /* the last read emptied the source: wait for the watcher */
+	bool eof;         /* source reached EOF */
+	bool shut;        /* SHUT_WR done on the sink */
+	/* This direction's codec state, in the slot's tail (ss_conn_t.tail),
+	 * as large as the method's codec needs; NULL when it needs none. */
+	void *codec;
+	uint8_t *buf;      /* leased only while bytes wait in it */
 	struct iovec *iov; /* pending output, at the end of buf; NULL without buf */
 	uint64_t bytes;    /* plaintext bytes delivered */
 	uint64_t spliced;  /* of which moved by splice(2) */
