@@ -87,6 +87,12 @@ typedef struct ss_conn {
 	void *pool_link; /* first: the pool's free list writes here */
 	struct ss_instance *inst;
 	ss_conn_state_t state;
+	/* In the instance's list of expendable connections (exp_prev,
+	 * exp_next): those that have not completed a handshake since they
+	 * were accepted, and those draining. Each ends at deadline, whatever
+	 * it sends, and may be closed earlier to make room for a new one
+	 * (ss_conn_make_room). */
+	bool expendable;
 	/* The handshake's own state, used only in HANDSHAKE (and, for the
 	 * early bytes, until ss_conn_client_stream takes them; body, in
 	 * STREAM while in_framed). */
@@ -137,13 +143,17 @@ typedef struct ss_conn {
 	ss_dir_t dir[2];
 	ev_timer timer;
 	ev_tstamp last_active;
-	ev_tstamp deadline_connect;
+	/* The fixed end of the present stage, which no byte moves: the
+	 * connect (with the name lookup before it) in RESOLVING and
+	 * CONNECTING, the connection itself while it is expendable. */
+	ev_tstamp deadline;
 	ss_addr_t target;
 	ss_inaddr_t peer; /* inbound peer (a listener takes IPv4 and IPv6 alone) */
 	ss_resolve_req_t lookup;
 	struct ss_conn *next_closed;
-	struct ss_udp_assoc *udp_assoc; /* UDP_CONTROL: the association it holds */
-	struct ss_conn *udp_next;       /* UDP_CONTROL: not yet matched to one */
+	struct ss_conn *exp_prev, *exp_next; /* expendable: the older and the newer one */
+	struct ss_udp_assoc *udp_assoc;      /* UDP_CONTROL: the association it holds */
+	struct ss_conn *udp_next;            /* UDP_CONTROL: not yet matched to one */
 	/* The codec states: a pair per codec class (struct ss_instance
 	 * classes, a slot being sizeof(ss_conn_t) + inst->slot_states), set
 	 * up when a connection first uses the class. */
@@ -200,7 +210,10 @@ extern const ss_handshake_ops_t ss_hs_server; /* ss-server */
 
 /* Closes now (deferred free). reason NULL for a normal end. */
 void ss_conn_close(ss_conn_t *c, const char *reason);
-/* Hostile or broken peer: read and discard until EOF or timeout. */
+/* Hostile or broken peer: read and discard until EOF or the connection's
+ * deadline; it is expendable from then on. The deadline of a connection
+ * that never completed a handshake stays what it was (accepted + the
+ * timeout); any other gets the timeout from now. */
 void ss_conn_drain(ss_conn_t *c, const char *reason);
 /* ss-server: a client refused (it failed to authenticate, replayed, sent a
  * bad header): the refusal is logged, rate-limited (relay/refused.h), and

@@ -80,6 +80,11 @@ struct ss_instance {
 	bool held;   /* listeners stopped: no server is reachable over TCP (plugins down) */
 	ss_shortage_t slots_short, fds_short;
 	ev_timer retry; /* resumes accepting after a descriptor shortage no slot holds */
+	/* Connections that have not completed a handshake since their
+	 * accept, and those draining, the oldest first (relay/conn.c). */
+	struct {
+		ss_conn_t *oldest, *newest;
+	} expendable;
 	/* Frees closed connections once the callbacks of this loop iteration
 	 * have run, before the loop sleeps: a check watcher would wait for the
 	 * next event, leaving listeners paused for want of a slot already
