@@ -19,6 +19,10 @@
 _Static_assert(sizeof(ss_conn_t) <= 1024, "ss_conn_t grew past 1024 bytes");
 
 #define LEAD_WAIT 0.02 /* how long a first payload may take to ride with the header */
+/* How long an expendable connection keeps its slot before it may be closed
+ * to make room for a new one: a real client's first bytes come within a
+ * round trip of its accept, a lost and resent packet included. */
+#define EXPENDABLE_GRACE 1.0
 
 const char *ss_conn_peer(const ss_conn_t *c, char *buf, size_t len)
 {
@@ -214,7 +218,7 @@ static int conn_discard(ss_conn_t *c)
 	return errno == EAGAIN || errno == EWOULDBLOCK ? SS_AGAIN : SS_ERR;
 }
 
-/* Ends an expendable connection at its deadline, the one
+/* Ends an expendable connection, at its deadline or to make room, the one
  * way a prober may see whatever it sent: a FIN. It goes out first, so that a
  * byte that arrives after the last read (which makes the kernel answer the
  * close with a reset) comes after the end of the stream the peer reads;
@@ -561,6 +565,26 @@ void ss_conn_reap(struct ss_instance *inst)
 		ev_prepare_stop(inst->loop, &inst->reaper);
 }
 
+int ss_conn_make_room(struct ss_instance *inst, ev_tstamp *wait)
+{
+	ss_conn_t *c = inst->expendable.oldest;
+	ev_tstamp now = ev_now(inst->loop), since;
+
+	if (!c)
+		return -ENOENT;
+	/* It became expendable a timeout before its deadline. Closing it
+	 * ends its stage as the deadline would have, only sooner, for a
+	 * reason the peer's bytes have no part in: every expendable
+	 * connection takes its turn alike, refused or not. */
+	since = c->deadline - inst->timeout;
+	if (now < since + EXPENDABLE_GRACE) {
+		*wait = since + EXPENDABLE_GRACE - now;
+		return -EAGAIN;
+	}
+	conn_end_quietly(c, "closed to make room for a new connection");
+	return 0;
+}
+
 static void conn_drain(ss_conn_t *c)
 {
 	if (c->side[SS_OUT].fd >= 0) {
@@ -579,6 +603,7 @@ static void conn_drain(ss_conn_t *c)
 	if (!c->expendable) {
 		c->deadline = ev_now(c->inst->loop) + c->inst->timeout;
 		conn_expendable_add(c);
+		ss_instance_expendable(c->inst);
 	}
 	conn_enter(c, SS_CONN_DRAIN);
 	c->lead_wait = false;

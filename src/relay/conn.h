@@ -251,6 +251,12 @@ void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n);
 void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
 		    socklen_t peerlen);
 void ss_conn_reap(struct ss_instance *inst);
+/* Every slot is taken and a connection waits to be accepted: closes the
+ * oldest expendable connection, as its deadline would (the reaper frees
+ * the slot). 0 when it closed one; -EAGAIN when the oldest is still in its
+ * grace period, *wait the seconds until it is not; -ENOENT when there is
+ * none. */
+int ss_conn_make_room(struct ss_instance *inst, ev_tstamp *wait);
 /* Releases what a slot keeps across connections (its cipher states). */
 void ss_conn_slot_free(ss_conn_t *c);
 /* Leases the direction's buffer if it has none. */
