@@ -19,6 +19,10 @@
 _Static_assert(sizeof(ss_conn_t) <= 1024, "ss_conn_t grew past 1024 bytes");
 
 #define LEAD_WAIT 0.02 /* how long a first payload may take to ride with the header */
+/* How long an expendable connection keeps its slot before it may be closed
+ * to make room for a new one: a real client's first bytes come within a
+ * round trip of its accept, a lost and resent packet included. */
+#define EXPENDABLE_GRACE 1.0
 
 const char *ss_conn_peer(const ss_conn_t *c, char *buf, size_t len)
 {
@@ -69,14 +73,61 @@ void ss_conn_touch(ss_conn_t *c)
 	c->last_active = ev_now(c->inst->loop);
 }
 
+/* Expendable connections, oldest first: a new one joins at the newest end,
+ * so the oldest is the one whose grace ended first. */
+static void conn_expendable_add(ss_conn_t *c)
+{
+	struct ss_instance *inst = c->inst;
+
+	c->expendable = true;
+	c->exp_next = NULL;
+	c->exp_prev = inst->expendable.newest;
+	if (c->exp_prev)
+		c->exp_prev->exp_next = c;
+	else
+		inst->expendable.oldest = c;
+	inst->expendable.newest = c;
+}
+
+static void conn_expendable_remove(ss_conn_t *c)
+{
+	struct ss_instance *inst = c->inst;
+
+	if (!c->expendable)
+		return;
+	if (c->exp_prev)
+		c->exp_prev->exp_next = c->exp_next;
+	else
+		inst->expendable.oldest = c->exp_next;
+	if (c->exp_next)
+		c->exp_next->exp_prev = c->exp_prev;
+	else
+		inst->expendable.newest = c->exp_prev;
+	c->exp_prev = c->exp_next = NULL;
+	c->expendable = false;
+}
+
+/* Every change of state goes through here. A connection that leaves its
+ * first handshake for anything but a drain has proven itself (on ss-server:
+ * its request authenticated): it is no longer expendable, and the idle
+ * timeout applies from then on. */
+static void conn_enter(ss_conn_t *c, ss_conn_state_t s)
+{
+	if (s != SS_CONN_HANDSHAKE && s != SS_CONN_DRAIN)
+		conn_expendable_remove(c);
+	c->state = s;
+}
+
 static void conn_arm_timer(ss_conn_t *c)
 {
 	struct ev_loop *loop = c->inst->loop;
 	ev_tstamp now = ev_now(loop);
-	ev_tstamp at = c->last_active + c->inst->timeout;
+	/* An expendable connection's bytes do not move its end (see
+	 * conn_timer_cb). */
+	ev_tstamp at = c->expendable ? c->deadline : c->last_active + c->inst->timeout;
 
 	if (c->state == SS_CONN_CONNECTING || c->state == SS_CONN_RESOLVING)
-		at = at < c->deadline_connect ? at : c->deadline_connect;
+		at = at < c->deadline ? at : c->deadline;
 	if (c->lead_wait && now + LEAD_WAIT < at)
 		at = now + LEAD_WAIT;
 	ev_timer_stop(loop, &c->timer);
@@ -140,12 +191,69 @@ static bool conn_sink_moving(ss_conn_t *c)
 	return moving;
 }
 
+/* Reads and discards what the inbound side has sent, a bounded number of
+ * reads, like the pump: SS_AGAIN when it has nothing more for now, SS_OK at
+ * its EOF, SS_ERR on an error. Bytes count as activity for the idle timer
+ * (a UDP control connection's); an expendable connection's end does not
+ * look at it. */
+static int conn_discard(ss_conn_t *c)
+{
+	uint8_t *buf = ss_conn_buf(c, SS_IN);
+	ssize_t n = -1;
+
+	for (int round = 0; round < 8; round++) {
+		errno = EAGAIN;
+		n = read(c->side[SS_IN].fd, buf, SS_RELAY_BUF_SIZE);
+		if (n > 0) {
+			ss_conn_touch(c);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		break;
+	}
+	ss_conn_buf_release(c, SS_IN);
+	if (n == 0)
+		return SS_OK;
+	return errno == EAGAIN || errno == EWOULDBLOCK ? SS_AGAIN : SS_ERR;
+}
+
+/* Ends an expendable connection, at its deadline or to make room, the one
+ * way a prober may see whatever it sent: a FIN. It goes out first, so that a
+ * byte that arrives after the last read (which makes the kernel answer the
+ * close with a reset) comes after the end of the stream the peer reads;
+ * what has arrived is read away, so that the close itself sends no reset. */
+static void conn_end_quietly(ss_conn_t *c, const char *reason)
+{
+	shutdown(c->side[SS_IN].fd, SHUT_WR);
+	(void)conn_discard(c);
+	ss_conn_close(c, reason);
+}
+
+/* An expendable connection (one that has not completed a handshake since
+ * it was accepted, or one draining) ends at a deadline fixed when it became
+ * expendable: the accept + the timeout for a new one, and a refusal keeps
+ * that deadline, so the end comes at the same moment and the same way
+ * whatever and however much the peer sends, and whether and when it was
+ * refused. Were bytes to push it back, one byte a second would hold a slot
+ * for ever; were the drain's clock started by the refusal, when the close
+ * came would tell a prober how many bytes it took to be refused (the salt
+ * length + 18, a fingerprint of the method). */
 static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	ss_conn_t *c = w->data;
 	ev_tstamp now = ev_now(loop);
 	(void)revents;
 
+	if (c->expendable) {
+		if (now < c->deadline)
+			conn_arm_timer(c);
+		else
+			conn_end_quietly(c, c->state == SS_CONN_HANDSHAKE
+						? "no whole request before the timeout"
+						: NULL);
+		return;
+	}
 	if (c->lead_wait) {
 		c->lead_wait = false;
 		ss_pump(c, SS_IN);
@@ -153,7 +261,7 @@ static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			return;
 	}
 	bool connecting = c->state == SS_CONN_CONNECTING || c->state == SS_CONN_RESOLVING;
-	if (connecting && now >= c->deadline_connect) {
+	if (connecting && now >= c->deadline) {
 		if (c->srv_wait) {
 			/* No server address came in time. */
 			ss_servers_unwait(&c->inst->servers, c);
@@ -169,39 +277,19 @@ static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		if (c->state == SS_CONN_STREAM && conn_sink_moving(c)) {
 			ss_conn_touch(c);
 		} else {
-			ss_conn_close(c, c->state == SS_CONN_DRAIN ? NULL : "idle timeout");
+			ss_conn_close(c, "idle timeout");
 			return;
 		}
 	}
 	conn_arm_timer(c);
 }
 
+/* The watcher stays on and brings us back, after the other connections,
+ * while the peer sends more than a few reads take. */
 static void conn_drain_cb(ss_conn_t *c)
 {
-	uint8_t *buf = ss_conn_buf(c, SS_IN);
-	ssize_t n = -1;
-
-	/* A bounded number of reads per wake-up, like the pump: the watcher
-	 * stays on and brings us back after the other connections. */
-	for (int round = 0; round < 8; round++) {
-		errno = EAGAIN;
-		n = read(c->side[SS_IN].fd, buf, SS_RELAY_BUF_SIZE);
-		if (n > 0) {
-			/* Bytes keep the timer going, as they do while a
-			 * request is still short: otherwise when the close
-			 * comes would tell a prober how many bytes it took to
-			 * fail (salt length + 18, a fingerprint). */
-			ss_conn_touch(c);
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		break;
-	}
-	if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+	if (conn_discard(c) != SS_AGAIN)
 		ss_conn_close(c, NULL);
-	else
-		ss_conn_buf_release(c, SS_IN);
 }
 
 static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -386,7 +474,10 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	inst->stats.active++;
 	ss_instance_load(inst, 1);
 	ss_conn_touch(c);
-	c->deadline_connect = c->last_active + inst->connect_timeout;
+	/* Expendable until its handshake completes (conn_timer_cb). */
+	c->expendable = false;
+	c->deadline = c->last_active + inst->timeout;
+	conn_expendable_add(c);
 	conn_arm_timer(c);
 	ss_conn_want(c, SS_IN, EV_READ, true);
 	inst->ops->accepted(c);
@@ -417,7 +508,7 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 	if (c->srv >= 0)
 		ss_servers_ended(&inst->servers, c);
 	c->srv = -1;
-	c->state = SS_CONN_CLOSED;
+	conn_enter(c, SS_CONN_CLOSED);
 	ev_timer_stop(inst->loop, &c->timer);
 	for (int s = 0; s < 2; s++) {
 		if (c->side[s].fd < 0)
@@ -474,6 +565,26 @@ void ss_conn_reap(struct ss_instance *inst)
 		ev_prepare_stop(inst->loop, &inst->reaper);
 }
 
+int ss_conn_make_room(struct ss_instance *inst, ev_tstamp *wait)
+{
+	ss_conn_t *c = inst->expendable.oldest;
+	ev_tstamp now = ev_now(inst->loop), since;
+
+	if (!c)
+		return -ENOENT;
+	/* It became expendable a timeout before its deadline. Closing it
+	 * ends its stage as the deadline would have, only sooner, for a
+	 * reason the peer's bytes have no part in: every expendable
+	 * connection takes its turn alike, refused or not. */
+	since = c->deadline - inst->timeout;
+	if (now < since + EXPENDABLE_GRACE) {
+		*wait = since + EXPENDABLE_GRACE - now;
+		return -EAGAIN;
+	}
+	conn_end_quietly(c, "closed to make room for a new connection");
+	return 0;
+}
+
 static void conn_drain(ss_conn_t *c)
 {
 	if (c->side[SS_OUT].fd >= 0) {
@@ -487,7 +598,14 @@ static void conn_drain(ss_conn_t *c)
 		ss_conn_buf_release(c, d);
 		c->dir[d].iov_n = c->dir[d].iov_i = 0;
 	}
-	c->state = SS_CONN_DRAIN;
+	/* One that never completed a handshake keeps the deadline of its
+	 * accept (conn_timer_cb). */
+	if (!c->expendable) {
+		c->deadline = ev_now(c->inst->loop) + c->inst->timeout;
+		conn_expendable_add(c);
+		ss_instance_expendable(c->inst);
+	}
+	conn_enter(c, SS_CONN_DRAIN);
 	c->lead_wait = false;
 	ss_conn_want(c, SS_IN, EV_READ, true);
 	conn_arm_timer(c);
@@ -544,10 +662,10 @@ static void conn_connect_until(ss_conn_t *c, const struct sockaddr *sa, socklen_
 	conn_side_init(c, SS_OUT, fd);
 	/* One timeout covers the name lookup and the connect after it. */
 	if (deadline)
-		c->deadline_connect = deadline;
+		c->deadline = deadline;
 	else if (c->state != SS_CONN_RESOLVING)
-		c->deadline_connect = ev_now(inst->loop) + inst->connect_timeout;
-	c->state = SS_CONN_CONNECTING;
+		c->deadline = ev_now(inst->loop) + inst->connect_timeout;
+	conn_enter(c, SS_CONN_CONNECTING);
 	if (done) {
 		conn_connected(c, 0);
 		return;
@@ -566,9 +684,9 @@ static void conn_lookup(ss_conn_t *c, uint16_t port, ss_resolve_cb cb)
 {
 	struct ss_instance *inst = c->inst;
 
-	c->state = SS_CONN_RESOLVING;
+	conn_enter(c, SS_CONN_RESOLVING);
 	c->lookup_busy = true;
-	c->deadline_connect = ev_now(inst->loop) + inst->connect_timeout;
+	c->deadline = ev_now(inst->loop) + inst->connect_timeout;
 	conn_arm_timer(c);
 	ss_resolver_lookup(&inst->resolver, &c->lookup, c->target.domain, port, cb, c);
 }
@@ -624,8 +742,8 @@ void ss_conn_connect_server(ss_conn_t *c)
 		 * failure. */
 		if (ss_servers_may_change(set, c->tried)) {
 			if (c->state != SS_CONN_RESOLVING)
-				c->deadline_connect = now + inst->connect_timeout;
-			c->state = SS_CONN_RESOLVING;
+				c->deadline = now + inst->connect_timeout;
+			conn_enter(c, SS_CONN_RESOLVING);
 			ss_servers_wait(set, c);
 			conn_arm_timer(c);
 			return;
@@ -691,7 +809,7 @@ static void conn_route_resolved(void *arg, int status, const struct sockaddr *sa
 	ss_acl_decision_t d =
 	    ss_acl_resolve(acl, status < 0 ? SS_ACL_UNDECIDED : ss_acl_match_addr(acl, sa));
 	/* That lookup only chose the route: the connect gets its own time. */
-	c->deadline_connect = ev_now(c->inst->loop) + c->inst->connect_timeout;
+	c->deadline = ev_now(c->inst->loop) + c->inst->connect_timeout;
 	if (d == SS_ACL_BYPASS && status < 0) {
 		/* Going direct needs the address the lookup did not give. */
 		c->inst->ops->connected(c, EHOSTUNREACH);
@@ -744,9 +862,9 @@ void ss_conn_outbound_end(ss_conn_t *c)
 	c->k = NULL;
 	ss_conn_buf_release(c, SS_OUT);
 	c->in_framed = c->in_next = c->in_over = c->in_hold = c->out_framed = false;
-	c->state = SS_CONN_HANDSHAKE;
+	/* Its next request has the idle timeout: it proved itself before. */
+	conn_enter(c, SS_CONN_HANDSHAKE);
 	ss_conn_touch(c);
-	c->deadline_connect = c->last_active + inst->connect_timeout;
 	conn_arm_timer(c);
 }
 
@@ -761,7 +879,7 @@ void ss_conn_stream(ss_conn_t *c)
 		if (c->dir[d].splice)
 			ss_splice_use_pool(&c->dir[d].sp, &c->inst->pipes);
 	}
-	c->state = SS_CONN_STREAM;
+	conn_enter(c, SS_CONN_STREAM);
 	ss_conn_touch(c);
 	conn_arm_timer(c);
 	ss_pump(c, SS_IN);
@@ -795,7 +913,7 @@ void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n)
 void ss_conn_udp_control(ss_conn_t *c)
 {
 	ss_conn_buf_release(c, SS_IN);
-	c->state = SS_CONN_UDP_CONTROL;
+	conn_enter(c, SS_CONN_UDP_CONTROL);
 	c->action = "socks5 udp";
 	ss_udp_control_add(&c->inst->udp, c);
 	ss_conn_touch(c);

@@ -52,28 +52,29 @@ typedef struct ss_side {
 	ev_io wio; /* writable: drives the direction writing to this side */
 } ss_side_t;
 
-/* One direction: reads from side[d], writes to side[!d]. */
+/* One direction: reads from side[d], writes to side[!d]. The fields go by
+ * size, largest last, so that none pads (the slot's size, conn.c). */
 typedef struct ss_dir {
 	ss_xform_t xf;
-	/* This direction's codec state, in the slot's tail (ss_conn_t.tail),
-	 * as large as the method's codec needs; NULL when it needs none. */
-	void *codec;
-	uint8_t *buf;  /* leased only while bytes wait in it */
 	uint32_t keep; /* bytes at the front that must stay (plaintext awaiting a write) */
 	uint32_t rpos; /* DECODE: undecoded wire bytes are [rpos, rend) */
 	uint32_t rend;
-	uint16_t lead; /* plaintext already placed in slot 0 (a request's target
-			  first, where the codec puts it there) */
 	uint32_t outq; /* the sink's unsent bytes at the idle timer's last look while
 			  blocked; UINT32_MAX: no look yet */
+	uint16_t lead; /* plaintext already placed in slot 0 (a request's target
+			  first, where the codec puts it there) */
 	uint8_t iov_n; /* pending output: iov[iov_i..iov_n) */
 	uint8_t iov_i;
-	bool hdr_pending;  /* clients: the request (its target) is still to go */
-	bool splice;       /* COPY between two TCP sockets: moved with splice(2) */
-	bool copy_once;    /* splicing, but the next read goes through user space */
-	bool drained;      /* the last read emptied the source: wait for the watcher */
-	bool eof;          /* source reached EOF */
-	bool shut;         /* SHUT_WR done on the sink */
+	bool hdr_pending; /* clients: the request (its target) is still to go */
+	bool splice;      /* COPY between two TCP sockets: moved with splice(2) */
+	bool copy_once;   /* splicing, but the next read goes through user space */
+	bool drained;     /* the last read emptied the source: wait for the watcher */
+	bool eof;         /* source reached EOF */
+	bool shut;        /* SHUT_WR done on the sink */
+	/* This direction's codec state, in the slot's tail (ss_conn_t.tail),
+	 * as large as the method's codec needs; NULL when it needs none. */
+	void *codec;
+	uint8_t *buf;      /* leased only while bytes wait in it */
 	struct iovec *iov; /* pending output, at the end of buf; NULL without buf */
 	uint64_t bytes;    /* plaintext bytes delivered */
 	uint64_t spliced;  /* of which moved by splice(2) */
@@ -86,6 +87,12 @@ typedef struct ss_conn {
 	void *pool_link; /* first: the pool's free list writes here */
 	struct ss_instance *inst;
 	ss_conn_state_t state;
+	/* In the instance's list of expendable connections (exp_prev,
+	 * exp_next): those that have not completed a handshake since they
+	 * were accepted, and those draining. Each ends at deadline, whatever
+	 * it sends, and may be closed earlier to make room for a new one
+	 * (ss_conn_make_room). */
+	bool expendable;
 	/* The handshake's own state, used only in HANDSHAKE (and, for the
 	 * early bytes, until ss_conn_client_stream takes them; body, in
 	 * STREAM while in_framed). */
@@ -136,13 +143,17 @@ typedef struct ss_conn {
 	ss_dir_t dir[2];
 	ev_timer timer;
 	ev_tstamp last_active;
-	ev_tstamp deadline_connect;
+	/* The fixed end of the present stage, which no byte moves: the
+	 * connect (with the name lookup before it) in RESOLVING and
+	 * CONNECTING, the connection itself while it is expendable. */
+	ev_tstamp deadline;
 	ss_addr_t target;
 	ss_inaddr_t peer; /* inbound peer (a listener takes IPv4 and IPv6 alone) */
 	ss_resolve_req_t lookup;
 	struct ss_conn *next_closed;
-	struct ss_udp_assoc *udp_assoc; /* UDP_CONTROL: the association it holds */
-	struct ss_conn *udp_next;       /* UDP_CONTROL: not yet matched to one */
+	struct ss_conn *exp_prev, *exp_next; /* expendable: the older and the newer one */
+	struct ss_udp_assoc *udp_assoc;      /* UDP_CONTROL: the association it holds */
+	struct ss_conn *udp_next;            /* UDP_CONTROL: not yet matched to one */
 	/* The codec states: a pair per codec class (struct ss_instance
 	 * classes, a slot being sizeof(ss_conn_t) + inst->slot_states), set
 	 * up when a connection first uses the class. */
@@ -199,7 +210,10 @@ extern const ss_handshake_ops_t ss_hs_server; /* ss-server */
 
 /* Closes now (deferred free). reason NULL for a normal end. */
 void ss_conn_close(ss_conn_t *c, const char *reason);
-/* Hostile or broken peer: read and discard until EOF or timeout. */
+/* Hostile or broken peer: read and discard until EOF or the connection's
+ * deadline; it is expendable from then on. The deadline of a connection
+ * that never completed a handshake stays what it was (accepted + the
+ * timeout); any other gets the timeout from now. */
 void ss_conn_drain(ss_conn_t *c, const char *reason);
 /* ss-server: a client refused (it failed to authenticate, replayed, sent a
  * bad header): the refusal is logged, rate-limited (relay/refused.h), and
@@ -237,6 +251,12 @@ void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n);
 void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
 		    socklen_t peerlen);
 void ss_conn_reap(struct ss_instance *inst);
+/* Every slot is taken and a connection waits to be accepted: closes the
+ * oldest expendable connection, as its deadline would (the reaper frees
+ * the slot). 0 when it closed one; -EAGAIN when the oldest is still in its
+ * grace period, *wait the seconds until it is not; -ENOENT when there is
+ * none. */
+int ss_conn_make_room(struct ss_instance *inst, ev_tstamp *wait);
 /* Releases what a slot keeps across connections (its cipher states). */
 void ss_conn_slot_free(ss_conn_t *c);
 /* Leases the direction's buffer if it has none. */

@@ -108,7 +108,7 @@ static void instance_shortage_hit(struct ss_instance *inst, ss_shortage_t *sh, c
 	ev_timer_stop(inst->loop, &sh->quiet);
 	if (sh->times++ == 0) {
 		sh->since = ev_now(inst->loop);
-		ss_warn("%s; new connections wait", what);
+		ss_warn("%s", what);
 	}
 }
 
@@ -128,14 +128,19 @@ static void instance_shortage_over_cb(struct ev_loop *loop, ev_timer *w, int rev
 	(void)loop;
 	(void)revents;
 
-	ss_notice("%s again after %.1f s (accepting held back %llu times)", sh->what,
-		  sh->last - sh->since, (unsigned long long)sh->times);
+	if (sh->closing)
+		ss_notice("%s again after %.1f s (%llu expendable connections closed to make room)",
+			  sh->what, sh->last - sh->since, (unsigned long long)sh->times);
+	else
+		ss_notice("%s again after %.1f s (accepting held back %llu times)", sh->what,
+			  sh->last - sh->since, (unsigned long long)sh->times);
 	sh->times = 0;
 }
 
-static void instance_shortage_init(ss_shortage_t *sh, const char *what)
+static void instance_shortage_init(ss_shortage_t *sh, const char *what, bool closing)
 {
 	sh->what = what;
+	sh->closing = closing;
 	sh->times = 0;
 	ev_init(&sh->quiet, instance_shortage_over_cb);
 	sh->quiet.data = sh;
@@ -155,11 +160,62 @@ void ss_instance_slot_freed(struct ss_instance *inst)
 		instance_accept_cb(inst->loop, &inst->listeners[i].io, EV_READ);
 }
 
+void ss_instance_expendable(struct ss_instance *inst)
+{
+	if (inst->paused && inst->slots_short.times)
+		instance_pause(inst, false);
+}
+
 static void instance_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop;
 	(void)revents;
 	instance_pause(w->data, false);
+}
+
+static void instance_retry_in(struct ss_instance *inst, ev_tstamp after)
+{
+	ev_timer_stop(inst->loop, &inst->retry);
+	ev_timer_set(&inst->retry, after, 0.);
+	ev_timer_start(inst->loop, &inst->retry);
+}
+
+/* Every slot is in use. When the listener has just said that a connection
+ * waits (waiting), the oldest expendable connection makes room for it: the
+ * reaper frees its slot before the loop polls again, and the listener,
+ * left on, brings the waiting one in then. A real client's connection is
+ * expendable for a round trip after its accept, less than the grace
+ * (relay/conn.c), so under a load of real clients there is none to close
+ * and new connections wait in the kernel's backlog as before: accepting
+ * pauses until a slot frees, or until the oldest expendable connection's
+ * grace ends. */
+static void instance_slots_full(struct ss_instance *inst, bool waiting)
+{
+	char what[160];
+	ev_tstamp wait = 0;
+	int rc = -ENOENT;
+
+	if (waiting) {
+		rc = ss_conn_make_room(inst, &wait);
+		if (rc == 0) {
+			snprintf(
+			    what, sizeof(what),
+			    "all %zu connection slots in use; the oldest expendable connection "
+			    "(no whole request yet, or refused) makes room for each new one",
+			    inst->conns.cap);
+			instance_shortage_hit(inst, &inst->room_short, what);
+			return;
+		}
+	} else if (inst->expendable.oldest) {
+		/* The listener, left on, says whether anyone waits. */
+		return;
+	}
+	snprintf(what, sizeof(what), "all %zu connection slots in use; new connections wait",
+		 inst->conns.cap);
+	instance_shortage_hit(inst, &inst->slots_short, what);
+	instance_pause(inst, true);
+	if (rc == -EAGAIN)
+		instance_retry_in(inst, wait);
 }
 
 /* --workers: the worker with the fewest connections, if this one has more
@@ -278,11 +334,9 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		struct sockaddr_storage peer;
 		socklen_t plen = sizeof(peer);
 		if (inst->conns.in_use >= inst->conns.cap) {
-			char what[64];
-			snprintf(what, sizeof(what), "all %zu connection slots in use",
-				 inst->conns.cap);
-			instance_shortage_hit(inst, &inst->slots_short, what);
-			instance_pause(inst, true);
+			/* The first look follows the listener's word that a
+			 * connection waits; a later one does not know. */
+			instance_slots_full(inst, i == 0);
 			return;
 		}
 		int fd =
@@ -295,15 +349,15 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 				 * end resumes it, and so does the timer, as the
 				 * descriptors may be held by something else. */
 				char what[96];
-				snprintf(what, sizeof(what), "accept: %s", strerror(errno));
+				snprintf(what, sizeof(what), "accept: %s; new connections wait",
+					 strerror(errno));
 				instance_shortage_hit(inst, &inst->fds_short, what);
 				instance_pause(inst, true);
-				ev_timer_stop(inst->loop, &inst->retry);
-				ev_timer_set(&inst->retry, ACCEPT_RETRY, 0.);
-				ev_timer_start(inst->loop, &inst->retry);
+				instance_retry_in(inst, ACCEPT_RETRY);
 			} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				instance_shortage_eased(inst, &inst->slots_short);
 				instance_shortage_eased(inst, &inst->fds_short);
+				instance_shortage_eased(inst, &inst->room_short);
 			} else if (errno != EINTR && errno != ECONNABORTED) {
 				ss_warn("accept: %s", strerror(errno));
 			}
@@ -757,8 +811,9 @@ int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsi
 	inst->reaper.data = inst;
 	ev_init(&inst->retry, instance_retry_cb);
 	inst->retry.data = inst;
-	instance_shortage_init(&inst->slots_short, "connection slots free");
-	instance_shortage_init(&inst->fds_short, "descriptors available");
+	instance_shortage_init(&inst->slots_short, "connection slots free", false);
+	instance_shortage_init(&inst->fds_short, "descriptors available", false);
+	instance_shortage_init(&inst->room_short, "connection slots free", true);
 	/* ss-local's table holds SOCKS5 clients that failed to log in as
 	 * well as servers, when it has users. */
 	ss_refused_init(&inst->refused, loop,
@@ -840,6 +895,7 @@ void ss_instance_stop(ss_instance_t *inst)
 	ev_timer_stop(inst->loop, &inst->retry);
 	ev_timer_stop(inst->loop, &inst->slots_short.quiet);
 	ev_timer_stop(inst->loop, &inst->fds_short.quiet);
+	ev_timer_stop(inst->loop, &inst->room_short.quiet);
 	inst->stopping = true;
 	for (size_t i = 0; i < inst->conns.fresh; i++) {
 		ss_conn_t *c = ss_pool_at(&inst->conns, i);

@@ -23,7 +23,8 @@ typedef struct ss_shortage {
 	const char *what; /* for the line that says it is over */
 	ev_tstamp since;  /* when it began */
 	ev_tstamp last;   /* when accept last found nothing waiting */
-	uint64_t times;   /* accepts held back; 0: none now */
+	uint64_t times;   /* accepts held back, or connections closed for room; 0: none now */
+	bool closing;     /* what it counts: connections closed to make room */
 	ev_timer quiet;   /* running: over unless it hits again first */
 } ss_shortage_t;
 
@@ -78,8 +79,18 @@ struct ss_instance {
 	size_t n_listeners;
 	bool paused; /* listeners stopped: no free slot or no descriptor */
 	bool held;   /* listeners stopped: no server is reachable over TCP (plugins down) */
-	ss_shortage_t slots_short, fds_short;
-	ev_timer retry; /* resumes accepting after a descriptor shortage no slot holds */
+	/* No free slot, no descriptor, and every slot in use but expendable
+	 * connections closed to make room (no one waits). */
+	ss_shortage_t slots_short, fds_short, room_short;
+	/* Resumes accepting after a descriptor shortage no slot holds, or
+	 * once the oldest expendable connection's grace has ended. */
+	ev_timer retry;
+	/* Connections that have not completed a handshake since their
+	 * accept, and those draining, the oldest first (relay/conn.c): any
+	 * of them may make room for a new one. */
+	struct {
+		ss_conn_t *oldest, *newest;
+	} expendable;
 	/* Frees closed connections once the callbacks of this loop iteration
 	 * have run, before the loop sleeps: a check watcher would wait for the
 	 * next event, leaving listeners paused for want of a slot already
@@ -160,5 +171,9 @@ int ss_instance_codec_class(struct ss_instance *inst, ss_codec_t *k);
 
 /* Called by the connection code when a slot frees. */
 void ss_instance_slot_freed(struct ss_instance *inst);
+/* Called by the connection code when a connection that had completed a
+ * handshake becomes expendable (it drains): accepting, if held back for
+ * want of a slot, looks again, as that one may make room. */
+void ss_instance_expendable(struct ss_instance *inst);
 
 #endif
