@@ -88,9 +88,8 @@ static void sessions_expire(ss_udp_sessions_t *t, double now)
 	}
 }
 
-ss_udp_claim_t ss_udp_sessions_claim(ss_udp_sessions_t *t, const struct sockaddr *key,
-				     unsigned me, double now, ss_udp_session_t **out,
-				     unsigned *holder)
+ss_udp_claim_t ss_udp_sessions_claim(ss_udp_sessions_t *t, const struct sockaddr *key, unsigned me,
+				     double now, ss_udp_session_t **out, unsigned *holder)
 {
 	uint32_t hash = ss_udp_key_hash(t->seed, key);
 	ss_udp_claim_t rc = SS_UDP_SESSION_MINE;

@@ -87,9 +87,8 @@ typedef enum {
 /* Worker me opened a datagram of session key and holds no association for
  * it: takes the session's record (a new one, or an ended one with its
  * memory), unless another worker holds it. */
-ss_udp_claim_t ss_udp_sessions_claim(ss_udp_sessions_t *t, const struct sockaddr *key,
-				     unsigned me, double now, ss_udp_session_t **out,
-				     unsigned *holder);
+ss_udp_claim_t ss_udp_sessions_claim(ss_udp_sessions_t *t, const struct sockaddr *key, unsigned me,
+				     double now, ss_udp_session_t **out, unsigned *holder);
 /* Its holder's association ended at now (or was never made): the record is
  * kept ttl seconds, while its last recorded datagram could still be
  * replayed, or goes at once when nothing was recorded or that time has
