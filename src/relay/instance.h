@@ -169,6 +169,22 @@ bool ss_instance_target_blocked(struct ss_instance *inst, const char *host,
 /* The class of k's states (adding one for it), or -ENOSPC. */
 int ss_instance_codec_class(struct ss_instance *inst, ss_codec_t *k);
 
+/* ---- Taking connections (instance_accept.c) ---- */
+
+/* At creation, before anything can fail: the hand-off queue, the retry
+ * timer and the shortages' state. */
+void ss_instance_accept_init(struct ss_instance *inst);
+/* Opens a listener on host:port for tcp and/or udp (an IPv6 wildcard falls
+ * back to IPv4 on a host without IPv6). 0 or -errno with err. */
+int ss_instance_listen_on(struct ss_instance *inst, const char *host, uint16_t port, bool tcp,
+			  bool udp, char *err, size_t errlen);
+/* Stops accepting while no server is reachable over TCP (hold), or again. */
+void ss_instance_hold(struct ss_instance *inst, bool hold);
+/* At stop: the listeners and the timers of accepting stop. */
+void ss_instance_accept_stop(struct ss_instance *inst);
+/* Connections handed to this worker and not taken yet are closed; none is
+ * taken from now on. */
+void ss_instance_handoff_close(struct ss_instance *inst);
 /* Called by the connection code when a slot frees. */
 void ss_instance_slot_freed(struct ss_instance *inst);
 /* Called by the connection code when a connection that had completed a
