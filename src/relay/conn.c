@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,12 +7,13 @@
 #include <unistd.h>
 
 #include "net/sock.h"
-#include "relay/conn.h"
+#include "relay/conn_internal.h"
 #include "relay/instance.h"
 #include "util/log.h"
 #include "util/result.h"
 
-/* Connection lifecycle: accept, connect, timers, drain, deferred close. */
+/* Connection lifecycle: accept, timers, drain, deferred close; the outbound
+ * leg is connected in conn_connect.c. */
 
 /* Every idle connection holds a slot in each relay: a field that pushes it
  * past 1024 bytes costs 128 more per connection and relay (the slot is a
@@ -111,14 +113,14 @@ static void conn_expendable_remove(ss_conn_t *c)
  * first handshake for anything but a drain has proven itself (on ss-server:
  * its request authenticated): it is no longer expendable, and the idle
  * timeout applies from then on. */
-static void conn_enter(ss_conn_t *c, ss_conn_state_t s)
+void ss_conn_enter(ss_conn_t *c, ss_conn_state_t s)
 {
 	if (s != SS_CONN_HANDSHAKE && s != SS_CONN_DRAIN)
 		conn_expendable_remove(c);
 	c->state = s;
 }
 
-static void conn_arm_timer(ss_conn_t *c)
+void ss_conn_arm_timer(ss_conn_t *c)
 {
 	struct ev_loop *loop = c->inst->loop;
 	ev_tstamp now = ev_now(loop);
@@ -138,7 +140,7 @@ static void conn_arm_timer(ss_conn_t *c)
 /* The outbound connect ended (err 0 or an errno value). A client's connect
  * to a server that failed goes on to the next server; the handshake hears
  * only of the connect that worked, or of the last failure. */
-static void conn_connected(ss_conn_t *c, int err)
+void ss_conn_connected(ss_conn_t *c, int err)
 {
 	struct ss_instance *inst = c->inst;
 
@@ -247,7 +249,7 @@ static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	if (c->expendable) {
 		if (now < c->deadline)
-			conn_arm_timer(c);
+			ss_conn_arm_timer(c);
 		else
 			conn_end_quietly(c, c->state == SS_CONN_HANDSHAKE
 						? "no whole request before the timeout"
@@ -265,9 +267,9 @@ static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		if (c->srv_wait) {
 			/* No server address came in time. */
 			ss_servers_unwait(&c->inst->servers, c);
-			conn_connected(c, c->out_err ? c->out_err : ETIMEDOUT);
+			ss_conn_connected(c, c->out_err ? c->out_err : ETIMEDOUT);
 		} else if (c->state == SS_CONN_CONNECTING) {
-			conn_connected(c, ETIMEDOUT);
+			ss_conn_connected(c, ETIMEDOUT);
 		} else {
 			ss_conn_close(c, "name lookup timed out");
 		}
@@ -281,7 +283,7 @@ static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			return;
 		}
 	}
-	conn_arm_timer(c);
+	ss_conn_arm_timer(c);
 }
 
 /* The watcher stays on and brings us back, after the other connections,
@@ -309,7 +311,7 @@ static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (side == SS_OUT && w == &c->side[SS_OUT].wio) {
 			int err = ss_sock_error(c->side[SS_OUT].fd);
 			ev_io_stop(c->inst->loop, &c->side[SS_OUT].wio);
-			conn_connected(c, err);
+			ss_conn_connected(c, err);
 		} else if (w == &c->side[SS_IN].rio) {
 			/* More from the client before the outbound side is
 			 * ready: it waits in the kernel. Stopping only now
@@ -334,7 +336,7 @@ static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
-static void conn_side_init(ss_conn_t *c, int side, int fd)
+void ss_conn_side_init(ss_conn_t *c, int side, int fd)
 {
 	c->side[side].fd = fd;
 	ev_io_init(&c->side[side].rio, conn_io_cb, fd, EV_READ);
@@ -344,7 +346,7 @@ static void conn_side_init(ss_conn_t *c, int side, int fd)
 }
 
 /* Called once per fresh slot: codec states are set up as connections
- * come to need them (conn_use_codec) and kept across connections. */
+ * come to need them (ss_conn_use_codec) and kept across connections. */
 static void conn_slot_init(struct ss_instance *inst, ss_conn_t *c)
 {
 	memset(c, 0, sizeof(*c) + inst->slot_states);
@@ -379,7 +381,7 @@ static int conn_encoder(const ss_conn_t *c)
  * in this slot on the class's first use, are started with k's keys; a
  * codec it used before (a server it failed over from) lets go of its
  * keys. 0 or -errno. */
-static int conn_use_codec(ss_conn_t *c, ss_codec_t *k, unsigned cls)
+int ss_conn_use_codec(ss_conn_t *c, ss_codec_t *k, unsigned cls)
 {
 	int enc = conn_encoder(c), rc;
 
@@ -409,9 +411,9 @@ static int conn_use_codec(ss_conn_t *c, ss_codec_t *k, unsigned cls)
 }
 
 /* A direction's stream state as it starts: no codec (a client's comes
- * with its server, conn_use_codec), nothing pending, no splicing yet. Its
+ * with its server, ss_conn_use_codec), nothing pending, no splicing yet. Its
  * buffer and byte counts are the caller's. */
-static void conn_dir_fresh(ss_dir_t *dir)
+void ss_conn_dir_fresh(ss_dir_t *dir)
 {
 	dir->xf = SS_XF_COPY;
 	dir->codec = NULL;
@@ -457,16 +459,16 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 		dir->buf = NULL;
 		dir->iov = NULL;
 		dir->bytes = dir->spliced = 0;
-		conn_dir_fresh(dir);
+		ss_conn_dir_fresh(dir);
 	}
-	if (!inst->ops->client && conn_use_codec(c, &inst->codec, 0) < 0) {
+	if (!inst->ops->client && ss_conn_use_codec(c, &inst->codec, 0) < 0) {
 		ss_err("cannot set up the cipher state");
 		ss_pool_put(&inst->conns, c);
 		close(fd);
 		return;
 	}
-	conn_side_init(c, SS_IN, fd);
-	conn_side_init(c, SS_OUT, -1);
+	ss_conn_side_init(c, SS_IN, fd);
+	ss_conn_side_init(c, SS_OUT, -1);
 	ev_init(&c->timer, conn_timer_cb);
 	c->timer.data = c;
 	ss_sock_tune_accepted(fd, &inst->sockopts, peer);
@@ -478,7 +480,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	c->expendable = false;
 	c->deadline = c->last_active + inst->timeout;
 	conn_expendable_add(c);
-	conn_arm_timer(c);
+	ss_conn_arm_timer(c);
 	ss_conn_want(c, SS_IN, EV_READ, true);
 	inst->ops->accepted(c);
 	/* A client that speaks first has usually sent its first bytes by the
@@ -508,7 +510,7 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 	if (c->srv >= 0)
 		ss_servers_ended(&inst->servers, c);
 	c->srv = -1;
-	conn_enter(c, SS_CONN_CLOSED);
+	ss_conn_enter(c, SS_CONN_CLOSED);
 	ev_timer_stop(inst->loop, &c->timer);
 	for (int s = 0; s < 2; s++) {
 		if (c->side[s].fd < 0)
@@ -605,10 +607,10 @@ static void conn_drain(ss_conn_t *c)
 		conn_expendable_add(c);
 		ss_instance_expendable(c->inst);
 	}
-	conn_enter(c, SS_CONN_DRAIN);
+	ss_conn_enter(c, SS_CONN_DRAIN);
 	c->lead_wait = false;
 	ss_conn_want(c, SS_IN, EV_READ, true);
-	conn_arm_timer(c);
+	ss_conn_arm_timer(c);
 }
 
 void ss_conn_drain(ss_conn_t *c, const char *reason)
@@ -641,233 +643,6 @@ void ss_conn_answer_refused(ss_conn_t *c, const char *why)
 	ss_conn_close(c, NULL);
 }
 
-/* Connects the outbound side; deadline 0: the connect timeout from now
- * (or from the name lookup before it). */
-static void conn_connect_until(ss_conn_t *c, const struct sockaddr *sa, socklen_t len,
-			       ev_tstamp deadline)
-{
-	struct ss_instance *inst = c->inst;
-	int fd;
-
-	if (ss_instance_target_blocked(inst, NULL, sa)) {
-		ss_conn_close(c, "target refused: in the ACL's outbound block list");
-		return;
-	}
-	bool done;
-	fd = ss_sock_connect_tcp(sa, len, &inst->outopts, &done);
-	if (fd < 0) {
-		conn_connected(c, -fd);
-		return;
-	}
-	conn_side_init(c, SS_OUT, fd);
-	/* One timeout covers the name lookup and the connect after it. */
-	if (deadline)
-		c->deadline = deadline;
-	else if (c->state != SS_CONN_RESOLVING)
-		c->deadline = ev_now(inst->loop) + inst->connect_timeout;
-	conn_enter(c, SS_CONN_CONNECTING);
-	if (done) {
-		conn_connected(c, 0);
-		return;
-	}
-	conn_arm_timer(c);
-	ss_conn_want(c, SS_OUT, EV_WRITE, true);
-}
-
-void ss_conn_connect_sa(ss_conn_t *c, const struct sockaddr *sa, socklen_t len)
-{
-	conn_connect_until(c, sa, len, 0);
-}
-
-/* Looks the target's name up; the connect deadline starts now. */
-static void conn_lookup(ss_conn_t *c, uint16_t port, ss_resolve_cb cb)
-{
-	struct ss_instance *inst = c->inst;
-
-	conn_enter(c, SS_CONN_RESOLVING);
-	c->lookup_busy = true;
-	c->deadline = ev_now(inst->loop) + inst->connect_timeout;
-	conn_arm_timer(c);
-	ss_resolver_lookup(&inst->resolver, &c->lookup, c->target.domain, port, cb, c);
-}
-
-static void conn_resolved(void *arg, int status, const struct sockaddr *sa, socklen_t len)
-{
-	ss_conn_t *c = arg;
-	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN];
-
-	c->lookup_busy = false;
-	if (c->state != SS_CONN_RESOLVING)
-		return; /* closed meanwhile; the reaper frees it */
-	if (status < 0) {
-		ss_info("%s %s: cannot resolve %s: %s", c->action,
-			ss_conn_peer(c, peer, sizeof(peer)),
-			ss_addr_format(&c->target, target, sizeof(target)), strerror(-status));
-		conn_connected(c, EHOSTUNREACH);
-		return;
-	}
-	ss_conn_connect_sa(c, sa, len);
-}
-
-void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a)
-{
-	struct sockaddr_storage ss;
-	socklen_t len;
-
-	if (a != &c->target)
-		c->target = *a;
-	if (a->atyp == SS_ATYP_DOMAIN && ss_instance_target_blocked(c->inst, a->domain, NULL)) {
-		ss_conn_close(c, "target refused: in the ACL's outbound block list");
-		return;
-	}
-	if (ss_addr_to_sockaddr(a, &ss, &len) == 0) {
-		ss_conn_connect_sa(c, (struct sockaddr *)&ss, len);
-		return;
-	}
-	conn_lookup(c, a->port, conn_resolved);
-}
-
-void ss_conn_connect_server(ss_conn_t *c)
-{
-	struct ss_instance *inst = c->inst;
-	ss_servers_t *set = &inst->servers;
-	ev_tstamp now = ev_now(inst->loop), deadline;
-	char peer[SS_ADDR_STRLEN];
-	bool trial, more;
-	int i = ss_servers_pick(set, c->tried, false, &trial);
-
-	if (i < 0) {
-		/* None left: unless a lookup under way, or a plugin being
-		 * started, may still give one, the handshake hears of the last
-		 * failure. */
-		if (ss_servers_may_change(set, c->tried)) {
-			if (c->state != SS_CONN_RESOLVING)
-				c->deadline = now + inst->connect_timeout;
-			conn_enter(c, SS_CONN_RESOLVING);
-			ss_servers_wait(set, c);
-			conn_arm_timer(c);
-			return;
-		}
-		inst->ops->connected(c, c->out_err ? c->out_err : EHOSTUNREACH);
-		return;
-	}
-	ss_server_t *s = &set->s[i];
-	socklen_t len, other;
-	const struct sockaddr *sa = ss_servers_addr(s, false, &len);
-	c->srv = (int8_t)i;
-	c->tried |= (uint16_t)(1u << i);
-	if (conn_use_codec(c, &s->codec, s->cls) < 0) {
-		ss_servers_release(set, i, false);
-		c->srv = -1;
-		ss_conn_close(c, "cannot set up the cipher state");
-		return;
-	}
-	ss_info("%s %s: server %s%s", c->action, ss_conn_peer(c, peer, sizeof(peer)), s->name,
-		trial ? " (trying it again after its backoff)" : "");
-	/* A connect that hangs must not keep the others waiting long. */
-	more = false;
-	for (size_t j = 0; j < set->n && !more; j++) {
-		if (c->tried >> j & 1)
-			continue;
-		ss_servers_addr(&set->s[j], false, &other);
-		more = other > 0;
-	}
-	deadline = now + (more && inst->connect_timeout > SS_FAILOVER_CONNECT_TIMEOUT
-			      ? SS_FAILOVER_CONNECT_TIMEOUT
-			      : inst->connect_timeout);
-	conn_connect_until(c, sa, len, deadline);
-}
-
-/* Acts on the ACL's answer; sa is the target's address when it was
- * looked up for the decision. */
-static void conn_route(ss_conn_t *c, ss_acl_decision_t d, const struct sockaddr *sa, socklen_t len)
-{
-	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN];
-
-	if (d != SS_ACL_BYPASS) {
-		ss_conn_connect_server(c);
-		return;
-	}
-	c->bypass = true;
-	c->dir[SS_IN].xf = c->dir[SS_OUT].xf = SS_XF_COPY;
-	ss_info("%s %s: bypass %s (ACL)", c->action, ss_conn_peer(c, peer, sizeof(peer)),
-		ss_addr_format(&c->target, target, sizeof(target)));
-	if (sa)
-		ss_conn_connect_sa(c, sa, len);
-	else
-		ss_conn_connect_addr(c, &c->target);
-}
-
-static void conn_route_resolved(void *arg, int status, const struct sockaddr *sa, socklen_t len)
-{
-	ss_conn_t *c = arg;
-	ss_acl_t *acl = c->inst->acl;
-
-	c->lookup_busy = false;
-	if (c->state != SS_CONN_RESOLVING)
-		return; /* closed meanwhile; the reaper frees it */
-	ss_acl_decision_t d =
-	    ss_acl_resolve(acl, status < 0 ? SS_ACL_UNDECIDED : ss_acl_match_addr(acl, sa));
-	/* That lookup only chose the route: the connect gets its own time. */
-	c->deadline = ev_now(c->inst->loop) + c->inst->connect_timeout;
-	if (d == SS_ACL_BYPASS && status < 0) {
-		/* Going direct needs the address the lookup did not give. */
-		c->inst->ops->connected(c, EHOSTUNREACH);
-		return;
-	}
-	conn_route(c, d, status < 0 ? NULL : sa, len);
-}
-
-void ss_conn_connect_route(ss_conn_t *c)
-{
-	struct ss_instance *inst = c->inst;
-	ss_acl_decision_t d;
-
-	if (!inst->acl) {
-		ss_conn_connect_server(c);
-		return;
-	}
-	d = ss_acl_match_target(inst->acl, &c->target);
-	if (d == SS_ACL_UNDECIDED && c->target.atyp == SS_ATYP_DOMAIN && inst->acl_by_addr) {
-		conn_lookup(c, c->target.port, conn_route_resolved);
-		return;
-	}
-	conn_route(c, ss_acl_resolve(inst->acl, d), NULL, 0);
-}
-
-void ss_conn_outbound_end(ss_conn_t *c)
-{
-	struct ss_instance *inst = c->inst;
-
-	if (c->side[SS_OUT].fd >= 0) {
-		ev_io_stop(inst->loop, &c->side[SS_OUT].rio);
-		ev_io_stop(inst->loop, &c->side[SS_OUT].wio);
-		close(c->side[SS_OUT].fd);
-		c->side[SS_OUT].fd = -1;
-	}
-	ev_io_stop(inst->loop, &c->side[SS_IN].rio);
-	ev_io_stop(inst->loop, &c->side[SS_IN].wio);
-	if (c->srv >= 0)
-		ss_servers_ended(&inst->servers, c);
-	c->srv = -1;
-	c->tried = 0;
-	c->connected = c->answered = c->bypass = c->lead_wait = false;
-	c->out_err = 0;
-	for (int d = 0; d < 2; d++) {
-		ss_splice_close(&c->dir[d].sp);
-		if (c->k)
-			ss_codec_reset(c->k, c->dir[d].codec);
-		conn_dir_fresh(&c->dir[d]);
-	}
-	c->k = NULL;
-	ss_conn_buf_release(c, SS_OUT);
-	c->in_framed = c->in_next = c->in_over = c->in_hold = c->out_framed = false;
-	/* Its next request has the idle timeout: it proved itself before. */
-	conn_enter(c, SS_CONN_HANDSHAKE);
-	ss_conn_touch(c);
-	conn_arm_timer(c);
-}
-
 void ss_conn_stream(ss_conn_t *c)
 {
 	/* Bytes that need no transform go from socket to socket in the
@@ -879,9 +654,9 @@ void ss_conn_stream(ss_conn_t *c)
 		if (c->dir[d].splice)
 			ss_splice_use_pool(&c->dir[d].sp, &c->inst->pipes);
 	}
-	conn_enter(c, SS_CONN_STREAM);
+	ss_conn_enter(c, SS_CONN_STREAM);
 	ss_conn_touch(c);
-	conn_arm_timer(c);
+	ss_conn_arm_timer(c);
 	ss_pump(c, SS_IN);
 	if (c->state != SS_CONN_STREAM)
 		return;
@@ -913,10 +688,10 @@ void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n)
 void ss_conn_udp_control(ss_conn_t *c)
 {
 	ss_conn_buf_release(c, SS_IN);
-	conn_enter(c, SS_CONN_UDP_CONTROL);
+	ss_conn_enter(c, SS_CONN_UDP_CONTROL);
 	c->action = "socks5 udp";
 	ss_udp_control_add(&c->inst->udp, c);
 	ss_conn_touch(c);
-	conn_arm_timer(c);
+	ss_conn_arm_timer(c);
 	ss_conn_want(c, SS_IN, EV_READ, true);
 }
