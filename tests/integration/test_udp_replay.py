@@ -241,13 +241,13 @@ def test_sip022_session_moves_between_ports(ss, method, workers):
 @pytest.mark.parametrize("workers", (1, 2))
 @pytest.mark.parametrize("method", SIP022)
 def test_sip022_replay_after_the_association_expired(ss, method, workers):
-    """--udp-timeout 2: the association of a session goes after 2 s idle,
+    """--udp-timeout 3: the association of a session goes after 3 s idle,
     its window stays. The first datagram sent again is refused; the next
     one of the session, new, is served."""
     psk = sslib.random_psk(method)
     with ssudp.UdpEcho() as uecho:
         packets = _capture(ss, method, psk, uecho.addr, [(0, b"first"), (0, b"second")])
-        server = _server(ss, method, psk, workers, extra=["-v", "--udp-timeout", "2"])
+        server = _server(ss, method, psk, workers, extra=["-v", "--udp-timeout", "3"])
         with ssudp.udp_socket() as client:
             client.sendto(packets[0], server.addr)
             client.settimeout(T(5))
