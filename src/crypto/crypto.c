@@ -5,9 +5,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include <mbedtls/md5.h>
 #include <sodium.h>
 
+#include "crypto/mbedtls_hash.h"
 #include "crypto/method.h"
 
 int ss_crypto_global_init(void)
@@ -112,5 +112,5 @@ void ss_wipe(void *buf, size_t len)
 void ss_md5(const uint8_t *in, size_t len, uint8_t out[16])
 {
 	/* Fails only on bad arguments. */
-	(void)mbedtls_md5_ret(in, len, out);
+	(void)SS_MBEDTLS_MD5(in, len, out);
 }

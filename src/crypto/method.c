@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <mbedtls/md5.h>
 #include <sodium.h>
 
+#include "crypto/mbedtls_hash.h"
 #include "util/result.h"
 
 static const ss_method_t methods[] = {
@@ -113,11 +113,11 @@ void ss_key_from_password(const ss_method_t *m, const char *password, uint8_t *k
 	while (done < m->key_len) {
 		size_t n = m->key_len - done < sizeof(d) ? m->key_len - done : sizeof(d);
 
-		(void)mbedtls_md5_starts_ret(&ctx);
+		(void)SS_MBEDTLS_MD5_STARTS(&ctx);
 		if (done > 0)
-			(void)mbedtls_md5_update_ret(&ctx, d, sizeof(d));
-		(void)mbedtls_md5_update_ret(&ctx, (const uint8_t *)password, pw_len);
-		(void)mbedtls_md5_finish_ret(&ctx, d);
+			(void)SS_MBEDTLS_MD5_UPDATE(&ctx, d, sizeof(d));
+		(void)SS_MBEDTLS_MD5_UPDATE(&ctx, (const uint8_t *)password, pw_len);
+		(void)SS_MBEDTLS_MD5_FINISH(&ctx, d);
 		memcpy(key + done, d, n);
 		done += n;
 	}

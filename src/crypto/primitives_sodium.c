@@ -234,7 +234,8 @@ static int sodium_hkdf_sha1(const uint8_t *salt, size_t salt_len, const uint8_t 
 				 okm, okm_len);
 }
 
-/* Both schedules live inline (mbedtls points rk into buf): no allocation. */
+/* Both schedules live inside the contexts (in 2.x and 3.x alike): no
+ * allocation. */
 typedef struct {
 	mbedtls_aes_context enc, dec;
 } mbed_aes_t;
