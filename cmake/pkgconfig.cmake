@@ -12,7 +12,14 @@ foreach(dep LIBCRYPTO:libcrypto QRENCODE:libqrencode BLAKE3:libblake3)
     string(APPEND SS_PC_REQUIRES " ${module}")
   endif()
 endforeach()
-set(SS_PC_LIBS "-lev -lmbedcrypto ${CMAKE_THREAD_LIBS_INIT}")
+# An Mbed TLS from outside the linker's own directories (-DCMAKE_PREFIX_PATH)
+# needs its directory named.
+set(SS_PC_MBEDTLS "-lmbedcrypto")
+get_filename_component(mbedcrypto_dir "${MBEDCRYPTO_LIBRARY}" DIRECTORY)
+if(NOT mbedcrypto_dir IN_LIST CMAKE_C_IMPLICIT_LINK_DIRECTORIES)
+  set(SS_PC_MBEDTLS "-L${mbedcrypto_dir} -lmbedcrypto")
+endif()
+set(SS_PC_LIBS "-lev ${SS_PC_MBEDTLS} ${CMAKE_THREAD_LIBS_INIT}")
 string(STRIP "${SS_PC_LIBS}" SS_PC_LIBS)
 
 # Everything but the prefix now; the prefix in the install script.
