@@ -1,6 +1,7 @@
-/* --version: the libraries the programs were built against, and those
- * that run now where the library can say (a newer shared library than
- * the headers is common after a distribution update). */
+/* --version: what the build took (the line configure printed), the
+ * libraries the programs were built against, and those that run now where
+ * the library can say (a newer shared library than the headers is common
+ * after a distribution update). */
 
 #include <ares.h>
 #include <cjson/cJSON.h>
@@ -21,6 +22,7 @@
 #include <blake3.h>
 #endif
 
+#include "build_summary.h"
 #include "config/config.h"
 
 #define LIBS_STR2(x) #x
@@ -38,6 +40,7 @@ void ss_config_version_libs(void *out)
 
 	if (f == NULL)
 		return;
+	fprintf(f, "build: %s\n", SS_BUILD_SUMMARY);
 	fprintf(f, "libraries:  %-14s %s\n", "built with", "in use");
 	snprintf(ev, sizeof(ev), "%d.%d", ev_version_major(), ev_version_minor());
 	libs_line(f, "libev", LIBS_STR(EV_VERSION_MAJOR) "." LIBS_STR(EV_VERSION_MINOR), ev);

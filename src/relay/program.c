@@ -134,7 +134,9 @@ static void program_share_cb(void *arg, const char *url, bool placeholder, const
 	}
 	rc = ss_qr_write(url, isatty(STDOUT_FILENO), stdout);
 	if (rc == -ENOTSUP)
-		fprintf(stderr, "%s: built without libqrencode: no QR code\n", name);
+		fprintf(stderr,
+			"%s: --print-url: this build has no QR codes (built without libqrencode)\n",
+			name);
 	else if (rc < 0)
 		fprintf(stderr, "%s: no QR code: %s\n", name, strerror(-rc));
 	printf("\n");

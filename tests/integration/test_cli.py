@@ -487,6 +487,14 @@ def test_version_names_the_libraries(ss, prog):
         built, runs = rows[name]
         assert version.match(runs) or "not built in" in runs or "deps/" in runs, \
             "%s: %r" % (name, rows[name])
+    # The build line (configure's summary) says the same of what was taken.
+    build = re.search(r"^build: crypto ([^(]+) \(.*, qrencode ([^,]+), blake3 (\S+)", out, re.M)
+    assert build, out
+    crypto, qr, blake3 = build.groups()
+    assert crypto.startswith("openssl ") == ("not built in" not in rows["OpenSSL"][1]), out
+    assert (qr == "no") == ("not built in" in rows["qrencode"][1]), out
+    assert (blake3 == "own") == ("deps/" in rows["BLAKE3"][1]), out
+    assert "mbedtls " + rows["Mbed TLS"][0] in crypto, out
     # The version of the linked library is the one the loader found.
     ldd = subprocess.run(["ldd", ss.exe(prog)], capture_output=True, text=True).stdout
     if "libcares" in ldd:
