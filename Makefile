@@ -1,4 +1,6 @@
-# Front door: `make run` and `make test` do all the set-up on Debian/Ubuntu.
+# Front door: `make run` and `make test` build and test with what is
+# installed; they install nothing. `sh scripts/deps.sh` (or `make deps`)
+# installs what they need on Debian/Ubuntu.
 JOBS ?= 2
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -21,23 +23,23 @@ all: build
 deps:
 	@scripts/deps.sh
 
-build: deps
+build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j$(JOBS)
 
-build-asan: deps
+build-asan:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSS_SANITIZE=ON
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 # The tests that run threads (ctest label "threads"), under ThreadSanitizer:
 # the unit tests, and the programs for tests/integration/test_workers.py.
 THREAD_TESTS = test_random test_tarena test_threads test_saltpool test_udp_sessions ss-server ss-local ss-tunnel ss-redir
-build-tsan: deps
+build-tsan:
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSS_TSAN=ON
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(THREAD_TESTS)
 
 # libFuzzer targets (tests/fuzz) with ASan and UBSan; clang only.
-build-fuzz: deps
+build-fuzz:
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSS_FUZZ=ON \
 		-DSS_TESTS=OFF
 	cmake --build $(FUZZ_BUILD) -j$(JOBS)
@@ -73,7 +75,7 @@ bench: build
 	/usr/bin/python3 tests/bench/bench.py --ours $(BUILD)
 
 # The Debian packages (debian/README.md), built from a copy of the tree.
-deb: deps
+deb:
 	scripts/build-deb.sh $(DEB_BUILD)
 
 clean:
