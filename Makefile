@@ -16,7 +16,7 @@ FUZZ_DIR ?= $(FUZZ_BUILD)/campaign
 FUZZ_TIMEOUT ?= 10
 
 .PHONY: all deps build build-asan build-tsan build-fuzz run test test-release test-asan \
-	test-tsan test-fuzz fuzz soak bench deb clean
+	test-tsan test-fuzz test-matrix test-clang test-mbedtls3 test-minimal fuzz soak bench deb clean
 
 all: build
 
@@ -63,6 +63,15 @@ test-fuzz: build-fuzz
 
 test: test-release test-asan test-tsan test-fuzz
 
+# The build matrix CI runs after `make test` (scripts/ci-matrix.sh): clang
+# with -Werror, Mbed TLS 3.6 from ../shared/vendor, every optional library
+# off; each job in a build directory of its own.
+test-matrix:
+	JOBS=$(JOBS) scripts/ci-matrix.sh
+
+test-clang test-mbedtls3 test-minimal:
+	JOBS=$(JOBS) scripts/ci-matrix.sh $(@:test-%=%)
+
 fuzz: build-fuzz
 	FUZZ_TIMEOUT=$(FUZZ_TIMEOUT) scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_DIR) $(FUZZ_TIME) $(FUZZ_RUNS) $(JOBS)
 
@@ -79,4 +88,5 @@ deb:
 	scripts/build-deb.sh $(DEB_BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(DEB_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(DEB_BUILD) \
+		build-clang build-mbedtls3 build-minimal
