@@ -40,6 +40,10 @@ class Debs:
 
 @pytest.fixture(scope="session")
 def debs(tmp_path_factory):
+    """The packages, built now; or those scripts/build-deb.sh DIR built
+    before, with SS_DEB_DIR=DIR."""
+    if os.environ.get("SS_DEB_DIR"):
+        return Debs(os.environ["SS_DEB_DIR"])
     out = str(tmp_path_factory.mktemp("deb"))
     log = os.path.join(out, "build.log")
     env = dict(os.environ, DEB_BUILD_OPTIONS="parallel=2")
@@ -68,13 +72,17 @@ def multiarch():
                           capture_output=True, text=True).stdout.strip()
 
 
-@pytest.fixture(scope="session")
-def root_env(root):
-    """The environment for programs run from the scratch root: its library
-    directory first, in case they link the shared library."""
+def lib_env(root):
+    """The environment for programs run from a scratch root: its library
+    directory first, where they find libshadowsocks-c.so.0."""
     libdir = os.path.join(root, "usr", "lib", multiarch())
     old = os.environ.get("LD_LIBRARY_PATH")
     return {"LD_LIBRARY_PATH": libdir + (":" + old if old else "")}
+
+
+@pytest.fixture(scope="session")
+def root_env(root):
+    return lib_env(root)
 
 
 @pytest.fixture
