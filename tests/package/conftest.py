@@ -23,7 +23,7 @@ BUILD_TIMEOUT = 1200
 
 class Debs:
     def __init__(self, outdir):
-        self.outdir = outdir
+        self.outdir = os.path.abspath(outdir)
 
     def deb(self, package):
         found = glob.glob(os.path.join(self.outdir, "%s_*.deb" % package))
@@ -70,6 +70,17 @@ def root(debs, tmp_path_factory):
 def multiarch():
     return subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], check=True,
                           capture_output=True, text=True).stdout.strip()
+
+
+def dpkg_root(root, *args):
+    """dpkg --root=root args, the maintainer scripts run outside a chroot
+    with DPKG_ROOT set (--force-script-chrootless), in a mount namespace with
+    an empty /run so that they never see a running systemd on the machine
+    (they would reload it). Returns the CompletedProcess."""
+    cmd = ["dpkg", "--root=" + root, "--force-script-chrootless", "--log=/dev/null"] + list(args)
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                           'mount -t tmpfs none /run && exec "$@"', "dpkg"] + cmd,
+                          capture_output=True, text=True, timeout=120)
 
 
 def lib_env(root):

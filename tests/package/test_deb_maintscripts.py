@@ -12,7 +12,7 @@ import stat
 import subprocess
 
 import sslib
-from conftest import lib_env
+from conftest import dpkg_root, lib_env
 
 CONF = ("etc", "shadowsocks-c", "config.json")
 
@@ -25,12 +25,8 @@ def make_root(path):
 
 
 def dpkg(root, *args):
-    cmd = ["dpkg", "--root=" + root, "--force-script-chrootless", "--force-depends",
-           "--log=/dev/null"] + list(args)
-    r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                        'mount -t tmpfs none /run && exec "$@"', "dpkg"] + cmd,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, "%s: exit %d\n%s%s" % (cmd, r.returncode, r.stdout, r.stderr)
+    r = dpkg_root(root, "--force-depends", *args)
+    assert r.returncode == 0, "dpkg %s: exit %d\n%s%s" % (args, r.returncode, r.stdout, r.stderr)
     return r.stdout
 
 
