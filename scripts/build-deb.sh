@@ -12,7 +12,7 @@ mkdir "$out/src"
 # The tracked files plus new ones not ignored: what the next commit would hold.
 if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
 	git -C "$src" ls-files -z --cached --others --exclude-standard |
-		tar -C "$src" -cf - --null -T - --no-recursion --ignore-failed-read |
+		tar -C "$src" -cf - --no-recursion --ignore-failed-read --null -T - |
 		tar -xf - -C "$out/src"
 else
 	tar -C "$src" -cf - --exclude=./.git --exclude='./build*' --exclude=__pycache__ . |

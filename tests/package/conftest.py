@@ -23,7 +23,7 @@ BUILD_TIMEOUT = 1200
 
 class Debs:
     def __init__(self, outdir):
-        self.outdir = outdir
+        self.outdir = os.path.abspath(outdir)
 
     def deb(self, package):
         found = glob.glob(os.path.join(self.outdir, "%s_*.deb" % package))
@@ -40,6 +40,10 @@ class Debs:
 
 @pytest.fixture(scope="session")
 def debs(tmp_path_factory):
+    """The packages, built now; or those scripts/build-deb.sh DIR built
+    before, with SS_DEB_DIR=DIR."""
+    if os.environ.get("SS_DEB_DIR"):
+        return Debs(os.environ["SS_DEB_DIR"])
     out = str(tmp_path_factory.mktemp("deb"))
     log = os.path.join(out, "build.log")
     env = dict(os.environ, DEB_BUILD_OPTIONS="parallel=2")
@@ -68,13 +72,28 @@ def multiarch():
                           capture_output=True, text=True).stdout.strip()
 
 
-@pytest.fixture(scope="session")
-def root_env(root):
-    """The environment for programs run from the scratch root: its library
-    directory first, in case they link the shared library."""
+def dpkg_root(root, *args):
+    """dpkg --root=root args, the maintainer scripts run outside a chroot
+    with DPKG_ROOT set (--force-script-chrootless), in a mount namespace with
+    an empty /run so that they never see a running systemd on the machine
+    (they would reload it). Returns the CompletedProcess."""
+    cmd = ["dpkg", "--root=" + root, "--force-script-chrootless", "--log=/dev/null"] + list(args)
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                           'mount -t tmpfs none /run && exec "$@"', "dpkg"] + cmd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def lib_env(root):
+    """The environment for programs run from a scratch root: its library
+    directory first, where they find libshadowsocks-c.so.0."""
     libdir = os.path.join(root, "usr", "lib", multiarch())
     old = os.environ.get("LD_LIBRARY_PATH")
     return {"LD_LIBRARY_PATH": libdir + (":" + old if old else "")}
+
+
+@pytest.fixture(scope="session")
+def root_env(root):
+    return lib_env(root)
 
 
 @pytest.fixture

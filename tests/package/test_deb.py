@@ -45,14 +45,18 @@ def test_each_package_holds_its_files(debs):
         + ["usr/share/man/man1/%s.1.gz" % p for p in PROGRAMS]
         + ["usr/share/man/man8/shadowsocks-c.8.gz", "etc/shadowsocks-c"]
         + ["usr/share/bash-completion/completions/" + p for p in PROGRAMS]
-        + ["usr/share/fish/vendor_completions.d/%s.fish" % p for p in PROGRAMS],
+        + ["usr/share/fish/vendor_completions.d/%s.fish" % p for p in PROGRAMS]
+        + ["usr/share/doc/shadowsocks-c/" + d
+           for d in ("README.md", "compatibility.md", "security.md", "router.md")],
         "libshadowsocks-c0": [lib + ".so.0"],
         "libshadowsocks-c-dev": ["usr/include/shadowsocks.h", lib + ".so", lib + ".a",
-                                 "usr/lib/%s/pkgconfig/shadowsocks-c.pc" % ma],
+                                 "usr/lib/%s/pkgconfig/shadowsocks-c.pc" % ma,
+                                 "usr/share/doc/libshadowsocks-c-dev/examples/embed-local.c"],
     }
     files = {p: listing(debs.deb(p)) for p in PACKAGES}
     for p in PACKAGES:
-        missing = [f for f in want[p] if f not in files[p]]
+        # dh_compress gzips documents above 4 KiB.
+        missing = [f for f in want[p] if f not in files[p] and f + ".gz" not in files[p]]
         assert not missing, "%s lacks %s" % (p, missing)
     # Each library file in one package only; the configuration is made by
     # postinst, never shipped (an upgrade must not offer to replace it).
@@ -86,18 +90,45 @@ def test_library_soname_header_and_pkgconfig(root, tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+def shared_library(root):
+    return os.path.realpath(os.path.join(root, "usr", "lib", multiarch(), "libshadowsocks-c.so.0"))
+
+
 def test_programs_are_hardened(root):
+    lib = shared_library(root)
+    for exe in [os.path.join(root, "usr", "bin", p) for p in PROGRAMS] + [lib]:
+        name = os.path.basename(exe)
+        head = run(["readelf", "-hldW", exe], check=True).stdout
+        assert re.search(r"Type:\s+DYN", head), name + ": not PIE"
+        if exe != lib:
+            assert re.search(r"FLAGS_1.*\bPIE\b", head), name + ": not PIE"
+        assert "BIND_NOW" in head or re.search(r"FLAGS_1.*\bNOW\b", head), name + ": no BIND_NOW"
+        assert "GNU_RELRO" in head, name + ": no RELRO"
+        stack = re.search(r"GNU_STACK.*", head).group(0)
+        assert not stack.rstrip().split()[-2].endswith("E"), name + ": executable stack: " + stack
+    # The code is in the library: it has the stack protector and fortified calls.
+    syms = run(["nm", "-D", lib], check=True).stdout
+    assert "__stack_chk_fail" in syms and "_chk" in syms.replace("__stack_chk_fail", ""), \
+        "libshadowsocks-c.so.0: no stack protector or fortified calls"
+
+
+def test_programs_share_one_core(debs, root):
+    """Each program is a main() calling ss_program_main in
+    libshadowsocks-c.so.0 (debian/README.md), found on the system's library
+    path, from the library package of the same build."""
     for p in PROGRAMS:
         exe = os.path.join(root, "usr", "bin", p)
-        head = run(["readelf", "-hldW", exe], check=True).stdout
-        assert re.search(r"Type:\s+DYN", head), p + ": not PIE"
-        assert "BIND_NOW" in head or re.search(r"FLAGS_1.*\bNOW\b", head), p + ": no BIND_NOW"
-        assert "GNU_RELRO" in head, p + ": no RELRO"
-        stack = re.search(r"GNU_STACK.*", head).group(0)
-        assert not stack.rstrip().split()[-2].endswith("E"), p + ": executable stack: " + stack
-        syms = run(["nm", "-D", exe], check=True).stdout
-        assert "__stack_chk_fail" in syms and "_chk" in syms.replace("__stack_chk_fail", ""), \
-            p + ": no stack protector or fortified calls"
+        dyn = run(["readelf", "-dW", exe], check=True).stdout
+        assert "Shared library: [libshadowsocks-c.so.0]" in dyn, p + ":\n" + dyn
+        assert "RPATH" not in dyn and "RUNPATH" not in dyn, p + ":\n" + dyn
+        assert os.path.getsize(exe) < 64 << 10, "%s: %d bytes" % (p, os.path.getsize(exe))
+        undefined = run(["nm", "-D", "--undefined-only", exe], check=True).stdout.split()
+        assert [s for s in undefined if s.startswith("ss_")] == ["ss_program_main"], undefined
+    version = run(["dpkg-deb", "-f", debs.deb("libshadowsocks-c0"), "Version"],
+                  check=True).stdout.strip()
+    depends = run(["dpkg-deb", "-f", debs.deb("shadowsocks-c"), "Depends"],
+                  check=True).stdout
+    assert "libshadowsocks-c0 (= %s)" % version in depends, depends
 
 
 def test_installed_programs_relay(root, root_procs, echo, blob):

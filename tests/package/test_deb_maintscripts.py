@@ -12,6 +12,7 @@ import stat
 import subprocess
 
 import sslib
+from conftest import dpkg_root, lib_env
 
 CONF = ("etc", "shadowsocks-c", "config.json")
 
@@ -24,13 +25,14 @@ def make_root(path):
 
 
 def dpkg(root, *args):
-    cmd = ["dpkg", "--root=" + root, "--force-script-chrootless", "--force-depends",
-           "--log=/dev/null"] + list(args)
-    r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                        'mount -t tmpfs none /run && exec "$@"', "dpkg"] + cmd,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, "%s: exit %d\n%s%s" % (cmd, r.returncode, r.stdout, r.stderr)
+    r = dpkg_root(root, "--force-depends", *args)
+    assert r.returncode == 0, "dpkg %s: exit %d\n%s%s" % (args, r.returncode, r.stdout, r.stderr)
     return r.stdout
+
+
+def install(root, debs):
+    """shadowsocks-c and the library its programs link, as apt would."""
+    dpkg(root, "-i", debs.deb("libshadowsocks-c0"), debs.deb("shadowsocks-c"))
 
 
 def status(root):
@@ -55,34 +57,34 @@ def check_generated(path):
 
 def test_install_makes_a_private_config_that_works(debs, tmp_path, root_procs, echo, blob):
     root = make_root(tmp_path / "a")
-    dpkg(root, "-i", debs.deb("shadowsocks-c"))
+    install(root, debs)
     assert status(root) == "install ok installed"
     path = os.path.join(root, *CONF)
     conf = check_generated(path)
     # Each installation draws its own password.
     other = make_root(tmp_path / "b")
-    dpkg(other, "-i", debs.deb("shadowsocks-c"))
+    install(other, debs)
     assert check_generated(os.path.join(other, *CONF))["password"] != conf["password"]
 
     bindir = os.path.join(root, "usr", "bin")
+    env = lib_env(root)
     r = subprocess.run([os.path.join(bindir, "ss-server"), "--check", "-c", path],
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, text=True, timeout=30, env=dict(os.environ, **env))
     assert r.returncode == 0, r.stdout + r.stderr
     # The file as made serves a client holding its password, on a loopback
     # address and free port given on the command line.
     p, port = root_procs.start_listening(
         os.path.join(bindir, "ss-server"),
-        lambda port: ["-c", path, "-s", sslib.LOOPBACK4, "-p", port])
+        lambda port: ["-c", path, "-s", sslib.LOOPBACK4, "-p", port], env=env)
     server = sslib.Server(p, sslib.LOOPBACK4, port, conf["method"], conf["password"])
-    client = sslib.start_local(root_procs, os.path.join(bindir, "ss-local"), server)
+    client = sslib.start_local(root_procs, os.path.join(bindir, "ss-local"), server, env=env)
     with sslib.socks5_connect(client.addr, *echo.addr) as s:
         sslib.echo_check(s, blob(64 << 10))
 
 
 def test_upgrade_remove_and_purge_respect_the_config(debs, tmp_path):
     root = make_root(tmp_path / "r")
-    deb = debs.deb("shadowsocks-c")
-    dpkg(root, "-i", deb)
+    install(root, debs)
     path = os.path.join(root, *CONF)
     edited = read(path).replace("8388", "8389")
     with open(path, "w") as f:
@@ -91,10 +93,10 @@ def test_upgrade_remove_and_purge_respect_the_config(debs, tmp_path):
     with open(own, "w") as f:
         f.write("{}\n")
 
-    dpkg(root, "-i", deb)  # a reinstallation runs postinst as an upgrade does
+    install(root, debs)  # a reinstallation runs postinst as an upgrade does
     assert read(path) == edited
     os.unlink(path)
-    dpkg(root, "-i", deb)
+    install(root, debs)
     assert not os.path.exists(path), "an upgrade made the deleted config again"
     with open(path, "w") as f:
         f.write(edited)
@@ -115,7 +117,7 @@ def test_upgrade_remove_and_purge_respect_the_config(debs, tmp_path):
 
 def test_purge_leaves_no_directory_behind(debs, tmp_path):
     root = make_root(tmp_path / "p")
-    dpkg(root, "-i", debs.deb("shadowsocks-c"))
+    install(root, debs)
     assert os.path.exists(os.path.join(root, *CONF))
     dpkg(root, "-P", "shadowsocks-c")
     assert not os.path.exists(os.path.join(root, "etc", "shadowsocks-c"))
@@ -124,7 +126,7 @@ def test_purge_leaves_no_directory_behind(debs, tmp_path):
 
 def test_units_never_enabled_on_install(debs, tmp_path):
     root = make_root(tmp_path / "u")
-    dpkg(root, "-i", debs.deb("shadowsocks-c"))
+    install(root, debs)
     wants = os.path.join(root, "etc", "systemd", "system", "multi-user.target.wants")
     assert not os.path.isdir(wants) or not os.listdir(wants), os.listdir(wants)
     assert os.path.exists(os.path.join(root, "lib", "systemd", "system", "ss-server@.service"))
