@@ -40,7 +40,7 @@ static void alloc_note(void)
 		in_trace = true;
 		int n = backtrace(frames, 16);
 		backtrace_symbols_fd(frames, n, 2);
-		write(2, "--\n", 3);
+		(void)!write(2, "--\n", 3);
 		in_trace = false;
 	}
 }
