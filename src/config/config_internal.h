@@ -133,6 +133,10 @@ int ss_cfg_finish_socks(ss_config_t *cfg, char *err, size_t errlen);
 /* Wipes and frees socks_creds and wipes the password text. */
 void ss_cfg_clear_socks(ss_config_t *cfg);
 
+/* The default config file (see ss_config_parse) into out[cap]: the first
+ * that exists, else the last, libev's system file. */
+void ss_cfg_default_path(char *out, size_t cap);
+
 /* Reads the JSON file at path into cfg (ss_config_parse_json), with err
  * naming the file. 0 or -EINVAL. */
 int ss_cfg_load_file(ss_config_t *cfg, const char *path, char *err, size_t errlen);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/config_internal.h"
 #include "crypto/primitives.h"
 
 #define DESC_COL 35 /* where descriptions start */
@@ -76,6 +77,7 @@ void ss_config_usage(ss_prog_t prog, void *out)
 {
 	FILE *f = out;
 	bool server = prog == SS_PROG_SERVER;
+	char path[4096];
 
 	if (f == NULL)
 		return;
@@ -110,6 +112,14 @@ void ss_config_usage(ss_prog_t prog, void *out)
 	line(f, "[-f <pid_file>]", "Run in the background, pid written here.");
 	line(f, "[-t <timeout>]", "Idle timeout in seconds (default 60).");
 	line(f, "[-c <config_file>]", "JSON config file; flags override it.");
+	more(f, "Given no settings (none, or only --check");
+	more(f,
+	     server ? "or --print-url), the first that exists of" : "), the first that exists of");
+	more(f, "~/.config/shadowsocks-libev/config.json,");
+	more(f, "/etc/shadowsocks-c/config.json and");
+	more(f, "/etc/shadowsocks-libev/config.json; now:");
+	ss_cfg_default_path(path, sizeof(path));
+	more(f, path);
 	line(f, "[-n <number>]", "Raise the open files limit to this.");
 	line(f, "[-i <interface>]", "Network interface to send traffic through.");
 	if (server)

@@ -206,8 +206,9 @@ int ss_check_run(const ss_config_t *cfg, FILE *out, char *err, size_t errlen)
 		return ss_cfg_err(err, errlen, "cannot create an event loop");
 	rc = ss_resolver_init(&r, loop, cfg->nameserver, cfg->ipv6_first, err, errlen);
 	if (rc == 0) {
-		fprintf(out, "%s %s: checking the configuration%s%s\n", cfg->prog_name, SS_VERSION,
-			cfg->config_file[0] ? " from " : "", cfg->config_file);
+		fprintf(out, "%s %s: checking the configuration%s%s%s\n", cfg->prog_name,
+			SS_VERSION, cfg->config_file[0] ? " from " : "", cfg->config_file,
+			cfg->config_default ? " (the default file: no settings given)" : "");
 		rc = check_all(cfg, &r, out, err, errlen);
 		ss_resolver_free(&r);
 	}

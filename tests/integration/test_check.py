@@ -223,3 +223,57 @@ def test_comments_refused_as_by_libev(ss, tmp_path, impl):
     if impl == "ours":
         assert "invalid JSON at line 2, column 3: JSON has no comments" in p.stderr(), \
             p.describe()
+
+
+# --- the default file ------------------------------------------------------
+
+def default_env(tmp_path):
+    """An environment whose default files are under tmp_path, never the
+    real /etc or the user's: (env, our package's path, libev's path)."""
+    etc = tmp_path / "etc"
+    for d in ("shadowsocks-c", "shadowsocks-libev"):
+        (etc / d).mkdir(parents=True)
+    (tmp_path / "xdg").mkdir()
+    env = {"SS_SYSCONFDIR": str(etc), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    return (env, etc / "shadowsocks-c" / "config.json",
+            etc / "shadowsocks-libev" / "config.json")
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_check_alone_checks_the_default_file(ss, tmp_path, prog):
+    """--check with no -c checks the file the program reads when given no
+    settings: our package's when it exists (its problems reported), else
+    libev's."""
+    env, ours, libev = default_env(tmp_path)
+    libev.write_text(json.dumps(settings(prog)))
+    conf = settings(prog)
+    conf["acl"] = str(tmp_path / "no-such.acl")
+    ours.write_text(json.dumps(conf))
+    rc, out, err = run_check(ss, prog, [], env=env)
+    assert rc == 1, out + err
+    assert "checking the configuration from %s (the default file" % ours in out, out
+    assert "ACL file (--acl/\"acl\"): " in err, err
+
+    ours.unlink()
+    rc, out, err = run_check(ss, prog, [], env=env)
+    assert rc == 0, out + err
+    assert "checking the configuration from %s (the default file" % libev in out, out
+    assert "the configuration is good" in out, out
+
+    libev.unlink()
+    rc, out, err = run_check(ss, prog, [], env=env)
+    assert rc == 1, out + err
+    assert "no config file at %s or %s" % (ours, libev) in err, err
+
+
+def test_bare_server_logs_the_default_file_it_read(ss, tmp_path):
+    """ss-server with no arguments reads our package's file before libev's,
+    and its start-up log says which."""
+    env, ours, libev = default_env(tmp_path)
+    conf = settings("ss-server")
+    ours.write_text(json.dumps(conf))
+    libev.write_text(json.dumps(settings("ss-server")))
+    p = ss.procs.start(ss.exe("ss-server"), [], env=env)
+    p.wait_listening("127.0.0.1", conf["server_port"])
+    assert ("configuration from %s (the default file: no settings given)" % ours
+            in p.stderr()), p.describe()

@@ -1099,77 +1099,138 @@ static void test_file_errors(void **state)
 	expect_error("empty config file path for -c", SS_PROG_LOCAL, "-c", "", NULL);
 }
 
-/* With no arguments at all, the file libev 3.3.5 would read. */
+/* Makes dir (and any parents missing) and writes a client's file in it
+ * naming host; returns the file's path in path[cap]. */
+static void default_file(const char *dir, const char *host, char *path, size_t cap)
+{
+	char cmd[800];
+
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, cap, "%s/config.json", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"{\"server\": \"%s\", \"server_port\": 1, \"local_port\": 2,"
+		" \"password\": \"pw\"}",
+		host);
+	fclose(f);
+}
+
+static void saved_env(const char *name, char **saved)
+{
+	const char *v = getenv(name);
+
+	*saved = v ? strdup(v) : NULL;
+}
+
+static void restore_env(const char *name, char *saved)
+{
+	if (saved)
+		setenv(name, saved, 1);
+	else
+		unsetenv(name);
+	free(saved);
+}
+
+/* With no settings on the command line: the user file libev 3.3.5 would
+ * read, then our package's system file, then libev's; SS_SYSCONFDIR in
+ * place of /etc, so that the real /etc plays no part. */
 static void test_default_config(void **state)
 {
 	(void)state;
-	char xdg[600], home[600], path[700];
+	char xdg[300], home[300], etc[300], dir[400], path[1024], ours[500], libev[500];
 	char *argv[] = {"ss-local", NULL};
-	const char *old_xdg = getenv("XDG_CONFIG_HOME");
-	const char *old_home = getenv("HOME");
-	char *saved_xdg = old_xdg ? strdup(old_xdg) : NULL;
-	char *saved_home = old_home ? strdup(old_home) : NULL;
+	char *old_xdg, *old_home, *old_etc;
+
+	saved_env("XDG_CONFIG_HOME", &old_xdg);
+	saved_env("HOME", &old_home);
+	saved_env("SS_SYSCONFDIR", &old_etc);
+	snprintf(etc, sizeof(etc), "%s/etc", tmpdir);
+	setenv("SS_SYSCONFDIR", etc, 1);
 
 	snprintf(xdg, sizeof(xdg), "%s/xdg", tmpdir);
-	snprintf(path, sizeof(path), "%s/shadowsocks-libev", xdg);
-	mkdir(xdg, 0700);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/shadowsocks-libev/config.json", xdg);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("{\"server\": \"xdg.example\", \"server_port\": 1, \"local_port\": 2,"
-	      " \"password\": \"pw\"}",
-	      f);
-	fclose(f);
+	snprintf(dir, sizeof(dir), "%s/shadowsocks-libev", xdg);
+	default_file(dir, "xdg.example", path, sizeof(path));
+	snprintf(dir, sizeof(dir), "%s/shadowsocks-c", etc);
+	default_file(dir, "ours.example", ours, sizeof(ours));
+	snprintf(dir, sizeof(dir), "%s/shadowsocks-libev", etc);
+	default_file(dir, "libev.example", libev, sizeof(libev));
 
+	/* The user's file first, as libev: it is the user's own choice. */
 	setenv("XDG_CONFIG_HOME", xdg, 1);
 	assert_int_equal(ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err)),
 			 SS_CONFIG_RUN);
 	assert_string_equal(cfg.config_file, path);
+	assert_true(cfg.config_default);
 	assert_string_equal(cfg.servers[0].host, "xdg.example");
 
-	/* Any argument at all turns the default file off, as in libev. */
+	/* Any setting at all turns the default file off, as in libev. */
 	assert_int_equal(run(SS_PROG_LOCAL, "-v", NULL), SS_CONFIG_ERROR);
 	assert_string_equal(cfg.config_file, "");
+	assert_false(cfg.config_default);
+	/* --check and --print-url ask about what would run: the same file. */
+	expect_run(SS_PROG_LOCAL, "--check", NULL);
+	assert_true(cfg.check && cfg.config_default);
+	assert_string_equal(cfg.config_file, path);
+	expect_run(SS_PROG_SERVER, "--print-url", NULL);
+	assert_true(cfg.print_url && cfg.config_default);
+	assert_string_equal(cfg.config_file, path);
+	expect_error("empty address for -b", SS_PROG_LOCAL, "--check", "-b", "", NULL);
+	assert_string_equal(cfg.config_file, "");
+	assert_int_equal(run(SS_PROG_LOCAL, "--check", "-v", NULL), SS_CONFIG_ERROR);
+	assert_string_equal(cfg.config_file, "");
+	/* -c names the file itself. */
+	expect_run(SS_PROG_LOCAL, "--check", "-c", libev, NULL);
+	assert_false(cfg.config_default);
+	assert_string_equal(cfg.servers[0].host, "libev.example");
 
 	/* Without XDG_CONFIG_HOME: $HOME/.config/shadowsocks-libev/config.json */
 	unsetenv("XDG_CONFIG_HOME");
 	snprintf(home, sizeof(home), "%s/home", tmpdir);
-	mkdir(home, 0700);
-	snprintf(path, sizeof(path), "%s/.config", home);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/.config/shadowsocks-libev", home);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/.config/shadowsocks-libev/config.json", home);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("{\"server\": \"home.example\", \"server_port\": 1, \"local_port\": 2,"
-	      " \"password\": \"pw\"}",
-	      f);
-	fclose(f);
+	snprintf(dir, sizeof(dir), "%s/.config/shadowsocks-libev", home);
+	default_file(dir, "home.example", path, sizeof(path));
 	setenv("HOME", home, 1);
 	assert_int_equal(ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err)),
 			 SS_CONFIG_RUN);
 	assert_string_equal(cfg.config_file, path);
 	assert_string_equal(cfg.servers[0].host, "home.example");
 
-	/* XDG_CONFIG_HOME set but without the file: the system file, never
-	 * $HOME's (libev tries one user path only). */
+	/* XDG_CONFIG_HOME set but without the file: the system files, never
+	 * $HOME's (libev tries one user path only); ours before libev's. */
 	setenv("XDG_CONFIG_HOME", tmpdir, 1);
-	ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err));
-	assert_string_equal(cfg.config_file, "/etc/shadowsocks-libev/config.json");
+	expect_run(SS_PROG_LOCAL, "--check", NULL);
+	assert_string_equal(cfg.config_file, ours);
+	assert_string_equal(cfg.servers[0].host, "ours.example");
 
+	/* Without ours, libev's. */
+	assert_int_equal(unlink(ours), 0);
 	unsetenv("XDG_CONFIG_HOME");
 	unsetenv("HOME");
-	ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err));
-	assert_string_equal(cfg.config_file, "/etc/shadowsocks-libev/config.json");
+	assert_int_equal(ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err)),
+			 SS_CONFIG_RUN);
+	assert_string_equal(cfg.config_file, libev);
+	assert_string_equal(cfg.servers[0].host, "libev.example");
 
-	if (saved_xdg)
-		setenv("XDG_CONFIG_HOME", saved_xdg, 1);
-	if (saved_home)
-		setenv("HOME", saved_home, 1);
-	free(saved_xdg);
-	free(saved_home);
+	/* Neither: the message names both, and how to go on. */
+	assert_int_equal(unlink(libev), 0);
+	assert_int_equal(ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err)),
+			 SS_CONFIG_ERROR);
+	snprintf(path, sizeof(path),
+		 "no settings given, and no config file at %s/shadowsocks-c/config.json or "
+		 "%s/shadowsocks-libev/config.json: give -c FILE, or the settings (-h lists them)",
+		 etc, etc);
+	assert_string_equal(err, path);
+
+	/* Without SS_SYSCONFDIR, /etc. */
+	unsetenv("SS_SYSCONFDIR");
+	ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err));
+	assert_true(strcmp(cfg.config_file, "/etc/shadowsocks-c/config.json") == 0 ||
+		    strcmp(cfg.config_file, "/etc/shadowsocks-libev/config.json") == 0);
+
+	restore_env("XDG_CONFIG_HOME", old_xdg);
+	restore_env("HOME", old_home);
+	restore_env("SS_SYSCONFDIR", old_etc);
 }
 
 static void test_clear(void **state)
