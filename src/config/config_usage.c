@@ -178,8 +178,8 @@ void ss_config_usage(ss_prog_t prog, void *out)
 
 	line(f, "[-v]", "More log output; repeat for even more.");
 	line(f, "[--check]", "Check the configuration (file, ACL, plugin,");
-	more(f, "names) and print what would run; exit 1");
-	more(f, "with the first problem, else 0.");
+	more(f, "names, -a user) and print what would run;");
+	more(f, "exit 1 with the first problem, else 0.");
 	line(f, "[-h, --help]", "Show this help.");
 	line(f, "[--version]", "Show the version, what runs each method's");
 	more(f, "crypto on this CPU, and the libraries.");

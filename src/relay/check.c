@@ -14,6 +14,7 @@
 #include "net/sock.h"
 #include "proto/acl.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 static const char *const check_modes[] = {
     [SS_MODE_TCP_ONLY] = "tcp_only",
@@ -189,6 +190,14 @@ static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *
 		for (size_t i = 0; i < cfg->n_servers; i++)
 			if (check_server(cfg, i, r, out, err, errlen) < 0)
 				return -EINVAL;
+	}
+	if (cfg->user[0]) {
+		uid_t uid;
+		gid_t gid;
+		if (ss_proc_find_user(cfg->user, &uid, &gid, err, errlen) < 0)
+			return -EINVAL;
+		fprintf(out, "user: %s (uid %u, gid %u) after start-up\n", cfg->user, (unsigned)uid,
+			(unsigned)gid);
 	}
 	fprintf(out, "mode: %s\n", check_modes[cfg->mode]);
 	fprintf(out, "workers: %d%s\n", cfg->workers,

@@ -3,6 +3,7 @@ pass, what it refuses (with line and column here), unknown keys."""
 
 import json
 import os
+import pwd
 import socket
 import stat
 
@@ -146,6 +147,13 @@ def bad_listen_address(tmp_path, prog):
     return ["-c", write(tmp_path, "c.json", conf)]
 
 
+def unknown_user(tmp_path, prog):
+    # -a would fail at start, after the listeners opened: --check says so.
+    conf = settings(prog)
+    conf["user"] = "no-such-user-here"
+    return ["-c", write(tmp_path, "c.json", conf)]
+
+
 BAD = [
     (bad_json, "line 2, column 17: JSON has no comments"),
     (bad_method, "aes-256-cfb"),
@@ -155,6 +163,7 @@ BAD = [
     (plugin_not_executable, "it is not executable"),
     (unresolvable, "cannot resolve 'nowhere.check.test'"),
     (bad_listen_address, "cannot resolve 'listen.nowhere.invalid'"),
+    (unknown_user, "unknown user 'no-such-user-here' for -a/user"),
 ]
 
 
@@ -223,6 +232,23 @@ def test_comments_refused_as_by_libev(ss, tmp_path, impl):
     if impl == "ours":
         assert "invalid JSON at line 2, column 3: JSON has no comments" in p.stderr(), \
             p.describe()
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_check_looks_the_user_up(ss, tmp_path, prog):
+    """-a on the command line: a user that does not exist fails --check as
+    it would fail the start, naming the user; one that exists (by name or
+    uid) is reported with its ids."""
+    conf = write(tmp_path, "c.json", settings(prog))
+    rc, out, err = run_check(ss, prog, ["-c", conf, "-a", "nosuchuser"])
+    assert rc == 1, out + err
+    assert err.strip() == "%s: unknown user 'nosuchuser' for -a/user" % prog, err
+    me = pwd.getpwuid(os.getuid())
+    for user in (me.pw_name, str(me.pw_uid)):
+        rc, out, err = run_check(ss, prog, ["-c", conf, "-a", user])
+        assert rc == 0, out + err
+        assert "user: %s (uid %d, gid %d) after start-up" % (user, me.pw_uid, me.pw_gid) \
+            in out, out
 
 
 # --- the default file ------------------------------------------------------
