@@ -352,7 +352,8 @@ int ss_cfg_derive_key(ss_prog_t prog, const ss_method_t *m, const char *password
 		return 0;
 	}
 	if (key_b64[0] == '\0' && password[0] == '\0')
-		return ss_cfg_err(err, errlen, "missing password (-k) or key (--key)");
+		return ss_cfg_err(
+		    err, errlen, "missing password (-k or \"password\") or key (--key or \"key\")");
 	if (m->kind == SS_METHOD_2022)
 		return set_psks(prog, m, password, key_b64, key, psks, err, errlen);
 	if (key_b64[0] == '\0') {
@@ -439,7 +440,7 @@ int ss_cfg_plugin_carries(const ss_config_t *cfg, const char *plugin, ss_relay_m
 
 /* Defaults for what neither source set, then the checks that need the
  * whole picture, then the key. */
-int ss_cfg_finish(ss_config_t *cfg, char *err, size_t errlen)
+static int finish(ss_config_t *cfg, char *err, size_t errlen)
 {
 	bool client = cfg->prog != SS_PROG_SERVER;
 
@@ -518,6 +519,15 @@ int ss_cfg_finish(ss_config_t *cfg, char *err, size_t errlen)
 	}
 	cfg->validated = true;
 	return 0;
+}
+
+int ss_cfg_finish(ss_config_t *cfg, char *err, size_t errlen)
+{
+	if (finish(cfg, err, errlen) == 0)
+		return 0;
+	/* Most of what is found missing here is a key the file misspelt. */
+	ss_cfg_typo_hint(cfg, err, errlen);
+	return -EINVAL;
 }
 
 ss_config_status_t ss_config_parse(ss_config_t *cfg, ss_prog_t prog, int argc, char **argv,

@@ -203,6 +203,16 @@ struct ss_config {
 	char socks_pass[SS_SOCKS5_FIELD_MAX + 1];
 	char socks_users_file[4096];
 	uint32_t cli_set;
+	/* Unknown keys of the file that look like a slip for a known key the
+	 * file does not set ("sever_port" for "server_port"): a message that
+	 * the known key is missing names the slip too. known points into the
+	 * parser's table. Keys past SS_CONFIG_TYPO_MAX are dropped. */
+#define SS_CONFIG_TYPO_MAX 4
+	struct {
+		char key[64];
+		const char *known;
+	} typos[SS_CONFIG_TYPO_MAX];
+	size_t n_typos;
 	/* The command line gave something besides --check and --print-url,
 	 * which ask about what would run and so read the default file too. */
 	bool cli_settings;

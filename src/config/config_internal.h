@@ -106,6 +106,10 @@ int ss_cfg_json_error(const char *text, const char *at, char *err, size_t errlen
 /* The entry of known[n] a few edits from word (a slip of the keyboard),
  * or NULL when none is that close. */
 const char *ss_cfg_closest(const char *word, const char *const *known, size_t n);
+/* err says a setting is missing, and names it as the JSON key in quotes:
+ * adds which unknown key of the file may be that key misspelt (from
+ * cfg->typos), if any. */
+void ss_cfg_typo_hint(const ss_config_t *cfg, char *err, size_t errlen);
 /* Adds one line to cfg->warnings (dropped when they are full). */
 void ss_cfg_warn(ss_config_t *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -154,6 +154,13 @@ def unknown_user(tmp_path, prog):
     return ["-c", write(tmp_path, "c.json", conf)]
 
 
+def misspelt_required_key(tmp_path, prog):
+    # The warning about the unknown key never shows: the error comes first.
+    conf = settings(prog)
+    conf["sever_port"] = conf.pop("server_port")
+    return ["-c", write(tmp_path, "c.json", conf)]
+
+
 BAD = [
     (bad_json, "line 2, column 17: JSON has no comments"),
     (bad_method, "aes-256-cfb"),
@@ -164,6 +171,8 @@ BAD = [
     (unresolvable, "cannot resolve 'nowhere.check.test'"),
     (bad_listen_address, "cannot resolve 'listen.nowhere.invalid'"),
     (unknown_user, "unknown user 'no-such-user-here' for -a/user"),
+    (misspelt_required_key, "missing server port (-p or \"server_port\"): the config file has "
+     "\"sever_port\", did you mean \"server_port\"?"),
 ]
 
 

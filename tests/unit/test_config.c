@@ -515,7 +515,8 @@ static void test_server(void **state)
 
 	expect_error("missing server port (-p or \"server_port\")", SS_PROG_SERVER, "-k", "pw",
 		     NULL);
-	expect_error("missing password (-k) or key (--key)", SS_PROG_SERVER, "-p", "8388", NULL);
+	expect_error("missing password (-k or \"password\") or key (--key or \"key\")",
+		     SS_PROG_SERVER, "-p", "8388", NULL);
 }
 
 /* --workers: ss-server's default is the CPUs online, the clients' 1; the
@@ -595,8 +596,8 @@ static void test_cli_errors(void **state)
 		     "pw", NULL);
 	expect_error("missing local port (-l or \"local_port\")", SS_PROG_LOCAL, "-s", "h", "-p",
 		     "1", "-k", "pw", NULL);
-	expect_error("missing password (-k) or key (--key)", SS_PROG_LOCAL, "-s", "h", "-p", "1",
-		     "-l", "2", NULL);
+	expect_error("missing password (-k or \"password\") or key (--key or \"key\")",
+		     SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", NULL);
 	expect_error("empty password for -k", SS_PROG_LOCAL, "-k", "", NULL);
 	expect_error("-t must be a positive number, not 'abc'", SS_PROG_LOCAL, "-t", "abc", NULL);
 	expect_error("-t must be a positive number, not '0'", SS_PROG_LOCAL, "-t", "0", NULL);
@@ -1077,7 +1078,7 @@ static void test_json_users_errors(void **state)
 	    "\"users\": 2022-blake3-chacha20-poly1305 has no identity headers");
 	/* The server's own PSK is the identity PSK its users sit behind. */
 	expect_server_error(USERS_HEAD "\"users\": [" USER("alice", K16_2) "]}",
-			    "missing password (-k) or key (--key)");
+			    "missing password (-k or \"password\") or key (--key or \"key\")");
 	expect_json_error(SS_PROG_LOCAL,
 			  "{\"server\": \"h\", \"server_port\": 1, \"local_port\": 2, "
 			  "\"users\": [" USER("alice", K16_2) "]}",
@@ -1515,7 +1516,8 @@ static void test_server_entry_errors(void **state)
 	expect_error("--print-url is for ss-server", SS_PROG_LOCAL, "--print-url", NULL);
 
 	/* An entry without what it needs is named. */
-	expect_error("server 2 (\"servers\"[1], \"b\"): missing password (-k) or key (--key)",
+	expect_error("server 2 (\"servers\"[1], \"b\"): missing password (-k or \"password\") or "
+		     "key (--key or \"key\")",
 		     SS_PROG_LOCAL, "-c",
 		     write_file("np.json", "{\"local_port\": 1, \"servers\": ["
 					   "{\"server\": \"a:1\", \"password\": \"p\"},"
