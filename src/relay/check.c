@@ -85,9 +85,12 @@ static int check_server(const ss_config_t *cfg, size_t i, ss_resolver_t *r, FILE
 		if (ss_plugin_locate(s->plugin, s->plugin_from_url, path, sizeof(path), why,
 				     sizeof(why)) < 0)
 			return ss_cfg_err(err, errlen, "server %zu: %s", i + 1, why);
-		fprintf(out, "  plugin %s (%s), mode %s%s%s\n", s->plugin, path,
-			check_modes[s->plugin_mode], s->plugin_opts[0] ? ", options " : "",
-			s->plugin_opts);
+		const char *base = strrchr(path, '/');
+		/* A URL's plugin found under Debian's name for it. */
+		bool renamed = s->plugin_from_url && strcmp(base ? base + 1 : path, s->plugin) != 0;
+		fprintf(out, "  plugin %s (%s%s), mode %s%s%s\n", s->plugin, path,
+			renamed ? ", Debian's name for it" : "", check_modes[s->plugin_mode],
+			s->plugin_opts[0] ? ", options " : "", s->plugin_opts);
 		/* The plugin gets the name as configured; we never look it up. */
 		return 0;
 	}

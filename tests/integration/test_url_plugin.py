@@ -212,3 +212,57 @@ def test_url_plugin_by_name_runs_from_path_without_a_shell(ss, echo, blob, tmp_p
         s.close()
     assert os.listdir(cwd) == [], "something ran: %r" % os.listdir(cwd)
     assert not (tmp_path / "pwned").exists() and not (bindir / "pwned").exists()
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_url_plugin_by_its_apps_name_runs_debians(ss, echo, blob, tmp_path, prog):
+    """A URL naming v2ray-plugin, as the phone apps and ss-server
+    --print-url name it, where PATH has it only as Debian names it
+    (ss-v2ray-plugin, a stand-in here): that program runs, the start-up log
+    and --check say so, and the traffic goes through it."""
+    bindir = fresh_dir(tmp_path, "bin")
+    plugin = bindir / "ss-v2ray-plugin"
+    plugin.write_text(WRAPPER % (XOR, XOR))
+    plugin.chmod(0o755)
+    record = tmp_path / "record.json"
+    # /usr/bin first would find Debian's own ss-v2ray-plugin, if installed.
+    path = "%s:/usr/bin:/bin" % bindir
+    assert not any(os.path.exists(os.path.join(d, "v2ray-plugin")) for d in path.split(":"))
+    env = {"PATH": path, "SS_TEST_PLUGIN_RECORD": str(record)}
+    server = ss.server(method=METHOD, extra=["--plugin", XOR, "--plugin-opts", "server"])
+    link = url(port=server.port, password=server.password,
+               plugin=urllib.parse.quote("v2ray-plugin;path=/ws", safe=""))
+    target = "%s:%d" % echo.addr
+    tunnel = ["-L", target] if prog == "ss-tunnel" else []
+
+    rc, p = ss.run(prog, ["--server-url", link, "-l", str(sslib.free_port()), "--check"]
+                   + tunnel, env=env)
+    assert rc == 0, p.describe()
+    assert ("plugin v2ray-plugin (%s, Debian's name for it), mode tcp_only, options path=/ws"
+            % plugin) in p.stdout(), p.describe()
+
+    program, lport = ss.procs.start_listening(
+        ss.exe(prog), lambda port: ["--server-url", link, "-l", port] + tunnel, env=env)
+    rec = wait_for(lambda: record.exists() and json.loads(record.read_text()), T(10))
+    assert rec, program.describe()
+    assert rec["argv"] == [str(plugin)] and rec["opts"] == "path=/ws", rec
+    assert ("plugin v2ray-plugin is not in PATH under that name: running %s, Debian's name "
+            "for it" % plugin) in program.output(), program.describe()
+    if prog == "ss-local":
+        s = sslib.socks5_connect((sslib.LOOPBACK4, lport), *echo.addr)
+    else:
+        s = socket.create_connection((sslib.LOOPBACK4, lport), timeout=T(10))
+    try:
+        sslib.echo_check(s, blob(64 << 10))
+    finally:
+        s.close()
+
+
+def test_url_plugin_found_nowhere_names_both(ss, tmp_path):
+    """Neither name in PATH: the message says both were looked for."""
+    env = {"PATH": str(fresh_dir(tmp_path, "bin"))}
+    rc, p = ss.run("ss-local", prog_args("ss-local", url(plugin="v2ray-plugin"),
+                                         sslib.free_port()), env=env)
+    assert rc == 1, p.describe()
+    assert ("plugin 'v2ray-plugin': not found in PATH, nor Debian's ss-v2ray-plugin"
+            in p.stderr()), p.describe()

@@ -143,3 +143,29 @@ def test_real_plugins_and_servers_killed_mid_run(ss, plugins_installed, echo, tm
         local.program.output()[-2000:]
     stats = kill_in_turn(local, echo, srvs)
     print("real plugins and servers killed: %s" % stats)
+
+
+def test_printed_v2ray_url_runs_debians_plugin(ss, plugins_installed, echo, blob, tmp_path):
+    """Our ss-server behind Debian's ss-v2ray-plugin prints a URL naming
+    v2ray-plugin, as the phone apps know it; our ss-local given that URL on
+    a machine that has only ss-v2ray-plugin (Debian's) runs that, says so,
+    and relays through it."""
+    if shutil.which("v2ray-plugin"):
+        pytest.skip("v2ray-plugin is in PATH under its own name here")
+    splugin, sopts = PLUGINS["v2ray-ws"][:2]
+    server = ss.server(method="aes-256-gcm", extra=["--plugin", splugin, "--plugin-opts", sopts])
+    rc, p = ss.run("ss-server", ["-s", server.host, "-p", str(server.port), "-k", server.password,
+                                 "-m", server.method, "--plugin", splugin, "--plugin-opts", sopts,
+                                 "--print-url"])
+    assert rc == 0, p.describe()
+    url = p.stdout().split("\n")[0]
+    assert "?plugin=v2ray-plugin%3Bmode%3Dwebsocket%3Bpath%3D%2Fss" in url, url
+    local = start_client(ss, tmp_path, {"server_url": url})
+    s = open_through(local, echo.addr, T(10))
+    try:
+        sslib.echo_check(s, blob(1 << 20))
+    finally:
+        s.close()
+    out = local.program.output()
+    assert ("plugin v2ray-plugin is not in PATH under that name: running %s, Debian's name for "
+            "it" % shutil.which("ss-v2ray-plugin")) in out, out[-2000:]
