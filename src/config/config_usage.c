@@ -159,8 +159,15 @@ void ss_config_usage(ss_prog_t prog, void *out)
 	line(f, "[--no-delay]", "Set TCP_NODELAY.");
 	line(f, "[--key <key_in_base64>]", "Key in base64, instead of a password.");
 	line(f, "[--plugin <plugin>]", "SIP003 plugin to run: a path, or a name");
-	more(f, "in PATH or the working directory.");
-	line(f, "[--plugin-opts <options>]", "Its options (SS_PLUGIN_OPTIONS).");
+	if (server) {
+		more(f, "in PATH or the working directory.");
+		line(f, "[--plugin-opts <options>]", "Its options (SS_PLUGIN_OPTIONS).");
+	} else {
+		more(f, "in PATH or the working directory; it");
+		more(f, "replaces a URL's plugin too.");
+		line(f, "[--plugin-opts <options>]", "Its options (SS_PLUGIN_OPTIONS); they");
+		more(f, "replace a URL's too.");
+	}
 	line(f, "[--plugin-mode <mode>]", "What it carries: tcp_only (default),");
 	more(f, "tcp_and_udp (SIP003u) or udp_only.");
 	if (prog == SS_PROG_LOCAL) {

@@ -266,3 +266,40 @@ def test_url_plugin_found_nowhere_names_both(ss, tmp_path):
     assert rc == 1, p.describe()
     assert ("plugin 'v2ray-plugin': not found in PATH, nor Debian's ss-v2ray-plugin"
             in p.stderr()), p.describe()
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_command_line_plugin_overrides_the_urls(ss, echo, blob, tmp_path, prog):
+    """--plugin on the command line replaces the plugin a URL names (here
+    one that is nowhere), as the command line overrides the configuration:
+    the program given there runs (by its path, the user's own text) with
+    the URL's options, unless --plugin-opts replaces those too."""
+    bindir = fresh_dir(tmp_path, "bin")
+    plugin = bindir / "my-plugin"
+    plugin.write_text(WRAPPER % (XOR, XOR))
+    plugin.chmod(0o755)
+    record = tmp_path / "record.json"
+    env = {"SS_TEST_PLUGIN_RECORD": str(record)}
+    server = ss.server(method=METHOD, extra=["--plugin", XOR, "--plugin-opts", "server"])
+    link = url(port=server.port, password=server.password,
+               plugin=urllib.parse.quote("ss-no-such-plugin;a=1", safe=""))
+    tunnel = ["-L", "%s:%d" % echo.addr] if prog == "ss-tunnel" else []
+    for extra, opts in ((["--plugin", str(plugin)], "a=1"),
+                        (["--plugin-opts", "b=2", "--plugin", str(plugin)], "b=2")):
+        if record.exists():
+            record.unlink()
+        program, lport = ss.procs.start_listening(
+            ss.exe(prog), lambda port: ["--server-url", link, "-l", port] + tunnel + extra,
+            env=env)
+        rec = wait_for(lambda: record.exists() and json.loads(record.read_text()), T(10))
+        assert rec, program.describe()
+        assert rec["argv"] == [str(plugin)] and rec["opts"] == opts, rec
+        if prog == "ss-local":
+            s = sslib.socks5_connect((sslib.LOOPBACK4, lport), *echo.addr)
+        else:
+            s = socket.create_connection((sslib.LOOPBACK4, lport), timeout=T(10))
+        try:
+            sslib.echo_check(s, blob(64 << 10))
+        finally:
+            s.close()
+        program.terminate()

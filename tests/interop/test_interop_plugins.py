@@ -149,7 +149,7 @@ def test_printed_v2ray_url_runs_debians_plugin(ss, plugins_installed, echo, blob
     """Our ss-server behind Debian's ss-v2ray-plugin prints a URL naming
     v2ray-plugin, as the phone apps know it; our ss-local given that URL on
     a machine that has only ss-v2ray-plugin (Debian's) runs that, says so,
-    and relays through it."""
+    and relays through it; given --plugin too, it runs that program."""
     if shutil.which("v2ray-plugin"):
         pytest.skip("v2ray-plugin is in PATH under its own name here")
     splugin, sopts = PLUGINS["v2ray-ws"][:2]
@@ -169,3 +169,15 @@ def test_printed_v2ray_url_runs_debians_plugin(ss, plugins_installed, echo, blob
     out = local.program.output()
     assert ("plugin v2ray-plugin is not in PATH under that name: running %s, Debian's name for "
             "it" % shutil.which("ss-v2ray-plugin")) in out, out[-2000:]
+
+    # --plugin on the command line names the program for the URL's plugin
+    # (here by its path), which keeps the URL's options.
+    path = shutil.which("ss-v2ray-plugin")
+    local = start_client(ss, tmp_path, {"server_url": url}, extra=["--plugin", path])
+    s = open_through(local, echo.addr, T(10))
+    try:
+        sslib.echo_check(s, blob(1 << 20))
+    finally:
+        s.close()
+    out = local.program.output()
+    assert "plugin ss-v2ray-plugin started: pid" in out and "Debian's name" not in out, out

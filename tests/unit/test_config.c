@@ -1397,8 +1397,9 @@ static void test_server_urls(void **state)
 	    .method = "chacha20-ietf-poly1305", .password = "p3", .host = "h3.example", .port = 3};
 	assert_true(ss_url_format(&u, url3, sizeof(url3)) > 0);
 
-	expect_run(SS_PROG_LOCAL, "--server-url", url1, "--server-url", url2, "-l", "1080",
-		   "--plugin", "top-plugin", NULL);
+	snprintf(text, sizeof(text), "{\"plugin\": \"top-plugin\"}");
+	expect_run(SS_PROG_LOCAL, "--server-url", url1, "--server-url", url2, "-l", "1080", "-c",
+		   write_file("u0.json", text), NULL);
 	assert_int_equal(cfg.n_servers, 2);
 	assert_string_equal(cfg.servers[0].host, "192.0.2.1");
 	assert_int_equal(cfg.servers[0].port, 8388);
@@ -1470,15 +1471,79 @@ static void test_server_url_plugins(void **state)
 	snprintf(msg, sizeof(msg), "\"servers\"[0]: %s", want);
 	expect_error(msg, SS_PROG_LOCAL, "-c", write_file("pu4.json", text), NULL);
 
-	/* The configuration's plugin, for the servers without their own. */
-	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-k", "p", "-l", "1", "--plugin",
-		   "obfs-local --fast-open", "--server-url",
-		   "ss://YWVzLTI1Ni1nY206cA@h:2/?plugin=v2ray-plugin%3Btls", NULL);
+	/* The file's plugin, for the servers without their own. */
+	snprintf(text, sizeof(text),
+		 "{\"plugin\": \"obfs-local --fast-open\", \"plugin_opts\": \"obfs=http\"}");
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-k", "p", "-l", "1", "--server-url",
+		   "ss://YWVzLTI1Ni1nY206cA@h:2/?plugin=v2ray-plugin%3Btls", "-c",
+		   write_file("pu5.json", text), NULL);
 	assert_string_equal(cfg.servers[0].plugin, "obfs-local --fast-open");
+	assert_string_equal(cfg.servers[0].plugin_opts, "obfs=http");
 	assert_false(cfg.servers[0].plugin_from_url);
 	assert_string_equal(cfg.servers[1].plugin, "v2ray-plugin");
 	assert_string_equal(cfg.servers[1].plugin_opts, "tls");
 	assert_true(cfg.servers[1].plugin_from_url);
+}
+
+/* --plugin, --plugin-opts and --plugin-mode on the command line replace
+ * what every server entry says, a URL's plugin included, as the command
+ * line overrides the configuration; the plugin is then the user's own
+ * text (a path or a command line), no longer the URL's. A program named
+ * alone keeps the entry's options, which describe the server's end. */
+static void test_command_line_plugin_overrides_entries(void **state)
+{
+	(void)state;
+	static const char url[] = "ss://YWVzLTI1Ni1nY206cA@h:2/?plugin=v2ray-plugin%3Bpath%3D%2Fws";
+	char text[512];
+
+	expect_run(SS_PROG_LOCAL, "--server-url", url, "-l", "1", "--plugin",
+		   "/opt/bin/ss-v2ray-plugin -loglevel none", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "/opt/bin/ss-v2ray-plugin -loglevel none");
+	assert_string_equal(cfg.servers[0].plugin_opts, "path=/ws");
+	assert_false(cfg.servers[0].plugin_from_url);
+
+	expect_run(SS_PROG_TUNNEL, "--server-url", url, "-l", "1", "-L", "h:1", "--plugin-opts",
+		   "path=/other;tls", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "v2ray-plugin");
+	assert_string_equal(cfg.servers[0].plugin_opts, "path=/other;tls");
+	assert_true(cfg.servers[0].plugin_from_url);
+
+	expect_run(SS_PROG_LOCAL, "--server-url", url, "-l", "1", "--plugin", "obfs-local",
+		   "--plugin-opts", "obfs=http", "--plugin-mode", "tcp_and_udp", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "obfs-local");
+	assert_string_equal(cfg.servers[0].plugin_opts, "obfs=http");
+	assert_int_equal(cfg.servers[0].plugin_mode, SS_MODE_TCP_AND_UDP);
+	assert_false(cfg.servers[0].plugin_from_url);
+
+	/* An empty --plugin: no plugin, whatever the URL names. */
+	expect_run(SS_PROG_LOCAL, "--server-url", url, "-l", "1", "--plugin", "", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "");
+
+	/* A URL without a plugin gets the command line's. */
+	expect_run(SS_PROG_LOCAL, "--server-url", "ss://YWVzLTI1Ni1nY206cA@h:2", "-l", "1",
+		   "--plugin", "obfs-local", "--plugin-opts", "obfs=tls", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "obfs-local");
+	assert_string_equal(cfg.servers[0].plugin_opts, "obfs=tls");
+
+	/* The file's URLs and "servers" entries alike; the file's own top-level
+	 * "plugin" does not replace them. */
+	snprintf(text, sizeof(text),
+		 "{\"local_port\": 1, \"plugin\": \"file-plugin\", \"server_url\": \"%s\", "
+		 "\"servers\": [{\"server\": \"h3:3\", \"password\": \"p\", "
+		 "\"plugin\": \"obfs-local\", \"plugin_opts\": \"obfs=http\", "
+		 "\"plugin_mode\": \"tcp_and_udp\"}]}",
+		 url);
+	expect_run(SS_PROG_LOCAL, "-c", write_file("po1.json", text), NULL);
+	assert_string_equal(cfg.servers[0].plugin, "v2ray-plugin");
+	assert_string_equal(cfg.servers[1].plugin, "obfs-local");
+	expect_run(SS_PROG_LOCAL, "-c", write_file("po1.json", text), "--plugin", "my-plugin",
+		   "--plugin-mode", "tcp_only", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "my-plugin");
+	assert_string_equal(cfg.servers[0].plugin_opts, "path=/ws");
+	assert_false(cfg.servers[0].plugin_from_url);
+	assert_string_equal(cfg.servers[1].plugin, "my-plugin");
+	assert_string_equal(cfg.servers[1].plugin_opts, "obfs=http");
+	assert_int_equal(cfg.servers[1].plugin_mode, SS_MODE_TCP_ONLY);
 }
 
 static void test_server_entry_errors(void **state)
@@ -1584,6 +1649,7 @@ int main(void)
 	    cmocka_unit_test(test_servers_objects),
 	    cmocka_unit_test(test_server_urls),
 	    cmocka_unit_test(test_server_url_plugins),
+	    cmocka_unit_test(test_command_line_plugin_overrides_entries),
 	    cmocka_unit_test(test_server_plugins),
 	    cmocka_unit_test(test_server_entry_errors),
 	};
