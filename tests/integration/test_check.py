@@ -99,6 +99,13 @@ def test_check_reports_what_would_run(ss, tmp_path, prog):
         assert "tunnel to: 192.0.2.7:53" in out, out
 
 
+def conf_args(tmp_path, prog, **changes):
+    """-c and a complete file for prog, with changes to its keys."""
+    conf = settings(prog)
+    conf.update(changes)
+    return ["-c", write(tmp_path, "c.json", conf)]
+
+
 def bad_json(tmp_path, prog):
     return ["-c", write(tmp_path, "bad.json",
                         '{"server": "127.0.0.1",\n  "timeout": 5, // why\n "method": "x"}')]
@@ -109,28 +116,22 @@ def bad_method(tmp_path, prog):
 
 
 def missing_acl(tmp_path, prog):
-    conf = settings(prog)
-    conf["acl"] = str(tmp_path / "no-such.acl")
-    return ["-c", write(tmp_path, "c.json", conf)]
+    return conf_args(tmp_path, prog, acl=str(tmp_path / "no-such.acl"))
 
 
 def bad_acl(tmp_path, prog):
-    conf = settings(prog)
-    conf["acl"] = write(tmp_path, "bad.acl", "[bypass_list]\n10.0.0.0/33\n")
-    return ["-c", write(tmp_path, "c.json", conf)]
+    return conf_args(tmp_path, prog,
+                     acl=write(tmp_path, "bad.acl", "[bypass_list]\n10.0.0.0/33\n"))
 
 
 def missing_plugin(tmp_path, prog):
-    conf = settings(prog)
-    conf["plugin"] = "no-such-plugin-here"
-    return ["-c", write(tmp_path, "c.json", conf)]
+    return conf_args(tmp_path, prog, plugin="no-such-plugin-here")
 
 
 def plugin_not_executable(tmp_path, prog):
-    conf = settings(prog)
-    conf["plugin"] = write(tmp_path, "plugin.sh", "#!/bin/sh\n")
-    os.chmod(conf["plugin"], stat.S_IRUSR | stat.S_IWUSR)
-    return ["-c", write(tmp_path, "c.json", conf)]
+    plugin = write(tmp_path, "plugin.sh", "#!/bin/sh\n")
+    os.chmod(plugin, stat.S_IRUSR | stat.S_IWUSR)
+    return conf_args(tmp_path, prog, plugin=plugin)
 
 
 def unresolvable(tmp_path, prog):
@@ -149,9 +150,7 @@ def bad_listen_address(tmp_path, prog):
 
 def unknown_user(tmp_path, prog):
     # -a would fail at start, after the listeners opened: --check says so.
-    conf = settings(prog)
-    conf["user"] = "no-such-user-here"
-    return ["-c", write(tmp_path, "c.json", conf)]
+    return conf_args(tmp_path, prog, user="no-such-user-here")
 
 
 def misspelt_required_key(tmp_path, prog):
