@@ -210,12 +210,12 @@ static const char *const entry_keys[] = {
     "plugin", "plugin_opts", "plugin_mode", "remarks", "tag",    "disabled",
 };
 
-/* The entry's unknown keys, each warned about (with the known key it may
- * be a slip for) when warn; returns the first that may be a slip for the
- * server's address, which the entry needs, with *known the key it may be
- * meant as; or NULL. */
+/* The entry's unknown keys, each warned about with the known key it may be
+ * a slip for; returns the first that may be a slip for the server's
+ * address, which the entry needs, with *known the key it may be meant as;
+ * or NULL. */
 static const char *entry_unknown_keys(ss_config_t *cfg, const cJSON *o, const char *origin,
-				      bool warn, const char **known)
+				      const char **known)
 {
 	const char *address_slip = NULL;
 	const cJSON *item;
@@ -235,8 +235,6 @@ static const char *entry_unknown_keys(ss_config_t *cfg, const cJSON *o, const ch
 			address_slip = item->string;
 			*known = near;
 		}
-		if (!warn)
-			continue;
 		if (near != NULL)
 			ss_cfg_warn(cfg, "unknown key \"%.64s\" in %s, did you mean \"%s\"?",
 				    item->string, origin, near);
@@ -257,7 +255,7 @@ static int server_object(ss_config_t *cfg, const cJSON *o, const char *origin, c
 	ss_config_server_t *e;
 	ss_host_port_t hp;
 	char shown[96], host[SS_HOST_MAX + 16];
-	const char *slip, *near;
+	const char *slip, *near = NULL;
 	int r;
 
 	if (cJSON_IsString(o))
@@ -265,7 +263,7 @@ static int server_object(ss_config_t *cfg, const cJSON *o, const char *origin, c
 	if (!cJSON_IsObject(o))
 		return ss_cfg_err(err, errlen, "%s must be an object, not %s", origin,
 				  show(o, shown, sizeof(shown)));
-	entry_unknown_keys(cfg, o, origin, true, &near);
+	slip = entry_unknown_keys(cfg, o, origin, &near);
 	if ((v = entry_item(o, "disabled", NULL)) && cJSON_IsTrue(v))
 		return 0;
 	if (v && !cJSON_IsBool(v))
@@ -274,7 +272,7 @@ static int server_object(ss_config_t *cfg, const cJSON *o, const char *origin, c
 	r = entry_string(o, "server", "address", host, sizeof(host), origin, false, err, errlen);
 	if (r < 0)
 		return r;
-	if (r == 0 && (slip = entry_unknown_keys(cfg, o, origin, false, &near)) != NULL)
+	if (r == 0 && slip != NULL)
 		return ss_cfg_err(err, errlen,
 				  "%s: missing \"server\" (the server's address): it has "
 				  "\"%.64s\", did you mean \"%s\"?",
