@@ -226,15 +226,25 @@ void ss_config_clear(ss_config_t *cfg)
 	ss_cfg_clear_socks(cfg);
 }
 
-/* The file libev 3.3.5 reads when started with no arguments at all
- * (get_default_conf() in its src/utils.c): the user file
- * $XDG_CONFIG_HOME/shadowsocks-libev/config.json when XDG_CONFIG_HOME is set,
- * else $HOME/.config/shadowsocks-libev/config.json, if that file exists;
- * otherwise the system file /etc/shadowsocks-libev/config.json (also when
- * neither variable is set). Only one user path is tried, never both. */
-static void default_config_path(char *out, size_t cap)
+/* The directory the default files are looked for in: /etc, or another one
+ * SS_SYSCONFDIR names (tests, systems that keep configuration elsewhere). */
+static const char *sysconf_dir(void)
 {
-	static const char sysconf[] = "/etc/shadowsocks-libev/config.json";
+	const char *dir = getenv("SS_SYSCONFDIR");
+
+	return dir != NULL && dir[0] != '\0' ? dir : "/etc";
+}
+
+/* The file read when the command line gives no settings at all: first the
+ * user file libev 3.3.5 reads (get_default_conf() in its src/utils.c),
+ * $XDG_CONFIG_HOME/shadowsocks-libev/config.json when XDG_CONFIG_HOME is set,
+ * else $HOME/.config/shadowsocks-libev/config.json, if that file exists
+ * (only one user path is tried, never both); then our package's
+ * /etc/shadowsocks-c/config.json if it exists; else libev's system file
+ * /etc/shadowsocks-libev/config.json, which a drop-in replacement reads
+ * where libev's package left it. */
+void ss_cfg_default_path(char *out, size_t cap)
+{
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	const char *home = getenv("HOME");
 	int n = -1;
@@ -245,7 +255,10 @@ static void default_config_path(char *out, size_t cap)
 		n = snprintf(out, cap, "%s/.config/shadowsocks-libev/config.json", home);
 	if (n > 0 && (size_t)n < cap && access(out, F_OK) == 0)
 		return;
-	snprintf(out, cap, "%s", sysconf);
+	n = snprintf(out, cap, "%s/shadowsocks-c/config.json", sysconf_dir());
+	if (n > 0 && (size_t)n < cap && access(out, F_OK) == 0)
+		return;
+	snprintf(out, cap, "%s/shadowsocks-libev/config.json", sysconf_dir());
 }
 
 int ss_cfg_load_file(ss_config_t *cfg, const char *path, char *err, size_t errlen)
@@ -339,7 +352,8 @@ int ss_cfg_derive_key(ss_prog_t prog, const ss_method_t *m, const char *password
 		return 0;
 	}
 	if (key_b64[0] == '\0' && password[0] == '\0')
-		return ss_cfg_err(err, errlen, "missing password (-k) or key (--key)");
+		return ss_cfg_err(
+		    err, errlen, "missing password (-k or \"password\") or key (--key or \"key\")");
 	if (m->kind == SS_METHOD_2022)
 		return set_psks(prog, m, password, key_b64, key, psks, err, errlen);
 	if (key_b64[0] == '\0') {
@@ -426,7 +440,7 @@ int ss_cfg_plugin_carries(const ss_config_t *cfg, const char *plugin, ss_relay_m
 
 /* Defaults for what neither source set, then the checks that need the
  * whole picture, then the key. */
-int ss_cfg_finish(ss_config_t *cfg, char *err, size_t errlen)
+static int finish(ss_config_t *cfg, char *err, size_t errlen)
 {
 	bool client = cfg->prog != SS_PROG_SERVER;
 
@@ -507,6 +521,15 @@ int ss_cfg_finish(ss_config_t *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+int ss_cfg_finish(ss_config_t *cfg, char *err, size_t errlen)
+{
+	if (finish(cfg, err, errlen) == 0)
+		return 0;
+	/* Most of what is found missing here is a key the file misspelt. */
+	ss_cfg_typo_hint(cfg, err, errlen);
+	return -EINVAL;
+}
+
 ss_config_status_t ss_config_parse(ss_config_t *cfg, ss_prog_t prog, int argc, char **argv,
 				   void *out, char *err, size_t errlen)
 {
@@ -532,8 +555,21 @@ ss_config_status_t ss_config_parse(ss_config_t *cfg, ss_prog_t prog, int argc, c
 	if (st != SS_CONFIG_RUN)
 		goto fail;
 
-	if (argc <= 1 && cfg->config_file[0] == '\0')
-		default_config_path(cfg->config_file, sizeof(cfg->config_file));
+	/* With no settings on the command line (nothing at all, as in libev,
+	 * or only --check or --print-url, which ask about what would run),
+	 * the default file. */
+	if (!cfg->cli_settings && cfg->config_file[0] == '\0') {
+		ss_cfg_default_path(cfg->config_file, sizeof(cfg->config_file));
+		cfg->config_default = true;
+		if (access(cfg->config_file, F_OK) != 0 && errno == ENOENT) {
+			ss_cfg_err(
+			    err, errlen,
+			    "no settings given, and no config file at %s/shadowsocks-c/"
+			    "config.json or %s: give -c FILE, or the settings (-h lists them)",
+			    sysconf_dir(), cfg->config_file);
+			goto fail;
+		}
+	}
 	if (cfg->config_file[0] != '\0' &&
 	    ss_cfg_load_file(cfg, cfg->config_file, err, errlen) != 0)
 		goto fail;

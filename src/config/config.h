@@ -125,7 +125,10 @@ struct ss_config {
 	int timeout;         /* -t / "timeout", seconds, default 60 */
 	char user[64];       /* -a / "user" */
 	char pid_file[4096]; /* -f; non-empty means daemonize */
+	/* -c; or, when the command line gives no settings, the default file
+	 * (config_default): see ss_config_parse. */
 	char config_file[4096];
+	bool config_default;
 	long nofile;           /* -n / "nofile", 0 = leave as is */
 	char iface[32];        /* -i / "interface" */
 	bool ipv6_first;       /* -6 / "ipv6_first" */
@@ -200,6 +203,19 @@ struct ss_config {
 	char socks_pass[SS_SOCKS5_FIELD_MAX + 1];
 	char socks_users_file[4096];
 	uint32_t cli_set;
+	/* Unknown keys of the file that look like a slip for a known key the
+	 * file does not set ("sever_port" for "server_port"): a message that
+	 * the known key is missing names the slip too. known points into the
+	 * parser's table. Keys past SS_CONFIG_TYPO_MAX are dropped. */
+#define SS_CONFIG_TYPO_MAX 4
+	struct {
+		char key[64];
+		const char *known;
+	} typos[SS_CONFIG_TYPO_MAX];
+	size_t n_typos;
+	/* The command line gave something besides --check and --print-url,
+	 * which ask about what would run and so read the default file too. */
+	bool cli_settings;
 	/* Checked as a whole and keys derived (ss_config_parse,
 	 * ss_config_validate): complete, and no longer to be changed. */
 	bool validated;
@@ -214,10 +230,13 @@ typedef enum {
 } ss_config_status_t;
 
 /* Parses argv (flags as shadowsocks-libev 3.3.5 for prog) and the JSON file
- * (-c, or with no arguments at all the default files libev looks for), then
- * validates. err gets one line, no trailing newline. Usage text for -h and
- * the version for --version are written to the FILE* out. Never exits, never prints anything else.
- */
+ * (-c; or, when argv gives no settings at all, no arguments or only --check
+ * or --print-url, the default file: the user's shadowsocks-libev file as
+ * libev looks for it, else /etc/shadowsocks-c/config.json if it exists,
+ * else /etc/shadowsocks-libev/config.json; SS_SYSCONFDIR names another
+ * directory than /etc), then validates. err gets one line, no trailing
+ * newline. Usage text for -h and the version for --version are written to
+ * the FILE* out. Never exits, never prints anything else. */
 ss_config_status_t ss_config_parse(ss_config_t *cfg, ss_prog_t prog, int argc, char **argv,
 				   void *out, char *err, size_t errlen);
 

@@ -384,6 +384,8 @@ static int apply(ss_config_t *cfg, int c, const char *arg, char *err, size_t err
 	}
 	if (rc == 0)
 		cfg->cli_set |= bit;
+	if (c != OPT_CHECK && c != OPT_PRINT_URL)
+		cfg->cli_settings = true;
 	return rc;
 }
 

@@ -106,6 +106,10 @@ int ss_cfg_json_error(const char *text, const char *at, char *err, size_t errlen
 /* The entry of known[n] a few edits from word (a slip of the keyboard),
  * or NULL when none is that close. */
 const char *ss_cfg_closest(const char *word, const char *const *known, size_t n);
+/* err says a setting is missing, and names it as the JSON key in quotes:
+ * adds which unknown key of the file may be that key misspelt (from
+ * cfg->typos), if any. */
+void ss_cfg_typo_hint(const ss_config_t *cfg, char *err, size_t errlen);
 /* Adds one line to cfg->warnings (dropped when they are full). */
 void ss_cfg_warn(ss_config_t *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -132,6 +136,10 @@ void ss_cfg_wipe_servers(ss_config_t *cfg);
 int ss_cfg_finish_socks(ss_config_t *cfg, char *err, size_t errlen);
 /* Wipes and frees socks_creds and wipes the password text. */
 void ss_cfg_clear_socks(ss_config_t *cfg);
+
+/* The default config file (see ss_config_parse) into out[cap]: the first
+ * that exists, else the last, libev's system file. */
+void ss_cfg_default_path(char *out, size_t cap);
 
 /* Reads the JSON file at path into cfg (ss_config_parse_json), with err
  * naming the file. 0 or -EINVAL. */

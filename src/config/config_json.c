@@ -210,8 +210,14 @@ static const char *const entry_keys[] = {
     "plugin", "plugin_opts", "plugin_mode", "remarks", "tag",    "disabled",
 };
 
-static void entry_unknown_keys(ss_config_t *cfg, const cJSON *o, const char *origin)
+/* The entry's unknown keys, each warned about with the known key it may be
+ * a slip for; returns the first that may be a slip for the server's
+ * address, which the entry needs, with *known the key it may be meant as;
+ * or NULL. */
+static const char *entry_unknown_keys(ss_config_t *cfg, const cJSON *o, const char *origin,
+				      const char **known)
 {
+	const char *address_slip = NULL;
 	const cJSON *item;
 
 	cJSON_ArrayForEach(item, o)
@@ -224,6 +230,11 @@ static void entry_unknown_keys(ss_config_t *cfg, const cJSON *o, const char *ori
 		if (i < SS_ARRAY_LEN(entry_keys))
 			continue;
 		near = ss_cfg_closest(item->string, entry_keys, SS_ARRAY_LEN(entry_keys));
+		if (near != NULL && !address_slip &&
+		    (strcmp(near, "server") == 0 || strcmp(near, "address") == 0)) {
+			address_slip = item->string;
+			*known = near;
+		}
 		if (near != NULL)
 			ss_cfg_warn(cfg, "unknown key \"%.64s\" in %s, did you mean \"%s\"?",
 				    item->string, origin, near);
@@ -231,6 +242,7 @@ static void entry_unknown_keys(ss_config_t *cfg, const cJSON *o, const char *ori
 			ss_cfg_warn(cfg, "unknown key \"%.64s\" in %s, ignored", item->string,
 				    origin);
 	}
+	return address_slip;
 }
 
 /* One "servers" entry: an object with its own address and, where it says
@@ -243,6 +255,7 @@ static int server_object(ss_config_t *cfg, const cJSON *o, const char *origin, c
 	ss_config_server_t *e;
 	ss_host_port_t hp;
 	char shown[96], host[SS_HOST_MAX + 16];
+	const char *slip, *near = NULL;
 	int r;
 
 	if (cJSON_IsString(o))
@@ -250,7 +263,7 @@ static int server_object(ss_config_t *cfg, const cJSON *o, const char *origin, c
 	if (!cJSON_IsObject(o))
 		return ss_cfg_err(err, errlen, "%s must be an object, not %s", origin,
 				  show(o, shown, sizeof(shown)));
-	entry_unknown_keys(cfg, o, origin);
+	slip = entry_unknown_keys(cfg, o, origin, &near);
 	if ((v = entry_item(o, "disabled", NULL)) && cJSON_IsTrue(v))
 		return 0;
 	if (v && !cJSON_IsBool(v))
@@ -259,6 +272,11 @@ static int server_object(ss_config_t *cfg, const cJSON *o, const char *origin, c
 	r = entry_string(o, "server", "address", host, sizeof(host), origin, false, err, errlen);
 	if (r < 0)
 		return r;
+	if (r == 0 && slip != NULL)
+		return ss_cfg_err(err, errlen,
+				  "%s: missing \"server\" (the server's address): it has "
+				  "\"%.64s\", did you mean \"%s\"?",
+				  origin, slip, near);
 	if (r == 0)
 		return ss_cfg_err(err, errlen, "%s: missing \"server\" (the server's address)",
 				  origin);
@@ -780,10 +798,14 @@ static const char *const libev_ignored[] = {
     "port_password", "manager_address", "workdir", "tcp_tproxy", "dscp",
 };
 
-static void unknown_key(ss_config_t *cfg, const char *key)
+/* A key we do not know: a warning, with the known key it may be a slip
+ * for; and when the file does not set that one, a note for the message
+ * that it is missing (ss_cfg_typo_hint). */
+static void unknown_key(ss_config_t *cfg, const cJSON *root, const char *key)
 {
 	const char *known[SS_ARRAY_LEN(json_keys)];
 	const char *near;
+	const cJSON *set;
 
 	for (size_t i = 0; i < SS_ARRAY_LEN(libev_ignored); i++)
 		if (strcmp(key, libev_ignored[i]) == 0)
@@ -791,12 +813,35 @@ static void unknown_key(ss_config_t *cfg, const char *key)
 	for (size_t i = 0; i < SS_ARRAY_LEN(json_keys); i++)
 		known[i] = json_keys[i].key;
 	near = ss_cfg_closest(key, known, SS_ARRAY_LEN(known));
-	if (near != NULL)
-		ss_cfg_warn(cfg, "unknown key \"%.64s\"%s%s, did you mean \"%s\"?", key,
-			    cfg->config_file[0] ? " in " : "", cfg->config_file, near);
-	else
+	if (near == NULL) {
 		ss_cfg_warn(cfg, "unknown key \"%.64s\"%s%s, ignored", key,
 			    cfg->config_file[0] ? " in " : "", cfg->config_file);
+		return;
+	}
+	ss_cfg_warn(cfg, "unknown key \"%.64s\"%s%s, did you mean \"%s\"?", key,
+		    cfg->config_file[0] ? " in " : "", cfg->config_file, near);
+	set = cJSON_GetObjectItemCaseSensitive(root, near);
+	if ((set == NULL || cJSON_IsNull(set)) && cfg->n_typos < SS_CONFIG_TYPO_MAX &&
+	    strlen(key) < sizeof(cfg->typos[0].key)) {
+		strcpy(cfg->typos[cfg->n_typos].key, key);
+		cfg->typos[cfg->n_typos++].known = near;
+	}
+}
+
+void ss_cfg_typo_hint(const ss_config_t *cfg, char *err, size_t errlen)
+{
+	char quoted[80];
+	size_t used = err != NULL && errlen > 0 ? strlen(err) : 0;
+
+	for (size_t i = 0; err != NULL && used + 1 < errlen && i < cfg->n_typos; i++) {
+		snprintf(quoted, sizeof(quoted), "\"%s\"", cfg->typos[i].known);
+		if (strstr(err, quoted) == NULL)
+			continue;
+		snprintf(err + used, errlen - used, ": the %s has \"%s\", did you mean %s?",
+			 cfg->config_file[0] ? "config file" : "JSON text", cfg->typos[i].key,
+			 quoted);
+		return;
+	}
 }
 
 static int parse_root(ss_config_t *cfg, cJSON *root, char *err, size_t errlen)
@@ -811,7 +856,7 @@ static int parse_root(ss_config_t *cfg, cJSON *root, char *err, size_t errlen)
 		const struct json_key *k = json_key_find(item->string);
 
 		if (k == NULL)
-			unknown_key(cfg, item->string);
+			unknown_key(cfg, root, item->string);
 		if (k == NULL || cJSON_IsNull(item))
 			continue;
 		if (k->field >= 0 && (cfg->cli_set & ss_cfg_bit((ss_cfg_field_t)k->field)) != 0)

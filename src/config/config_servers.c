@@ -114,10 +114,17 @@ static const char *entry_name(const ss_config_t *cfg, size_t i, char *buf, size_
 }
 
 /* A client entry's method, key and plugin: its own, or the top-level ones.
- * The secret text is wiped once the key is made. */
+ * --plugin, --plugin-opts and --plugin-mode given on the command line are
+ * the exception: they replace what an entry (a URL, a "servers" object)
+ * says, as the command line overrides the configuration; the plugin the
+ * user names there is then the user's own text, no longer the URL's. The
+ * secret text is wiped once the key is made. */
 static int finish_entry(ss_config_t *cfg, size_t i, char *err, size_t errlen)
 {
 	ss_config_server_t *e = &cfg->servers[i];
+	bool cli_plugin = cfg->cli_set & ss_cfg_bit(SS_CF_PLUGIN);
+	bool cli_opts = cfg->cli_set & ss_cfg_bit(SS_CF_PLUGIN_OPTS);
+	bool cli_mode = cfg->cli_set & ss_cfg_bit(SS_CF_PLUGIN_MODE);
 	char who[256], why[512];
 	int rc;
 
@@ -127,12 +134,16 @@ static int finish_entry(ss_config_t *cfg, size_t i, char *err, size_t errlen)
 		memcpy(e->password, cfg->password, sizeof(e->password));
 		memcpy(e->key_b64, cfg->key_b64, sizeof(e->key_b64));
 	}
-	if (!e->own_plugin)
-		memcpy(e->plugin, cfg->plugin, sizeof(e->plugin));
-	/* Another plugin's options would mean nothing to this one. */
-	if (!e->own_plugin_opts && !e->own_plugin)
+	/* Another plugin's options would mean nothing to this one; a program
+	 * named anew on the command line keeps the entry's options, which
+	 * describe the server's end, unless options are given there too. */
+	if (cli_opts || (!e->own_plugin_opts && !e->own_plugin))
 		memcpy(e->plugin_opts, cfg->plugin_opts, sizeof(e->plugin_opts));
-	if (!e->own_plugin_mode)
+	if (cli_plugin || !e->own_plugin) {
+		memcpy(e->plugin, cfg->plugin, sizeof(e->plugin));
+		e->plugin_from_url = false;
+	}
+	if (cli_mode || !e->own_plugin_mode)
 		e->plugin_mode = cfg->plugin_mode;
 	if (e->plugin[0] &&
 	    ss_cfg_plugin_carries(cfg, e->plugin, e->plugin_mode, &e->plugin_tcp, &e->plugin_udp,

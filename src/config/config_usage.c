@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/config_internal.h"
 #include "crypto/primitives.h"
 
 #define DESC_COL 35 /* where descriptions start */
@@ -76,6 +77,7 @@ void ss_config_usage(ss_prog_t prog, void *out)
 {
 	FILE *f = out;
 	bool server = prog == SS_PROG_SERVER;
+	char path[4096];
 
 	if (f == NULL)
 		return;
@@ -110,6 +112,14 @@ void ss_config_usage(ss_prog_t prog, void *out)
 	line(f, "[-f <pid_file>]", "Run in the background, pid written here.");
 	line(f, "[-t <timeout>]", "Idle timeout in seconds (default 60).");
 	line(f, "[-c <config_file>]", "JSON config file; flags override it.");
+	more(f, "Given no settings (none, or only --check");
+	more(f,
+	     server ? "or --print-url), the first that exists of" : "), the first that exists of");
+	more(f, "~/.config/shadowsocks-libev/config.json,");
+	more(f, "/etc/shadowsocks-c/config.json and");
+	more(f, "/etc/shadowsocks-libev/config.json; now:");
+	ss_cfg_default_path(path, sizeof(path));
+	more(f, path);
 	line(f, "[-n <number>]", "Raise the open files limit to this.");
 	line(f, "[-i <interface>]", "Network interface to send traffic through.");
 	if (server)
@@ -149,8 +159,15 @@ void ss_config_usage(ss_prog_t prog, void *out)
 	line(f, "[--no-delay]", "Set TCP_NODELAY.");
 	line(f, "[--key <key_in_base64>]", "Key in base64, instead of a password.");
 	line(f, "[--plugin <plugin>]", "SIP003 plugin to run: a path, or a name");
-	more(f, "in PATH or the working directory.");
-	line(f, "[--plugin-opts <options>]", "Its options (SS_PLUGIN_OPTIONS).");
+	if (server) {
+		more(f, "in PATH or the working directory.");
+		line(f, "[--plugin-opts <options>]", "Its options (SS_PLUGIN_OPTIONS).");
+	} else {
+		more(f, "in PATH or the working directory; it");
+		more(f, "replaces a URL's plugin too.");
+		line(f, "[--plugin-opts <options>]", "Its options (SS_PLUGIN_OPTIONS); they");
+		more(f, "replace a URL's too.");
+	}
 	line(f, "[--plugin-mode <mode>]", "What it carries: tcp_only (default),");
 	more(f, "tcp_and_udp (SIP003u) or udp_only.");
 	if (prog == SS_PROG_LOCAL) {
@@ -168,8 +185,8 @@ void ss_config_usage(ss_prog_t prog, void *out)
 
 	line(f, "[-v]", "More log output; repeat for even more.");
 	line(f, "[--check]", "Check the configuration (file, ACL, plugin,");
-	more(f, "names) and print what would run; exit 1");
-	more(f, "with the first problem, else 0.");
+	more(f, "names, -a user) and print what would run;");
+	more(f, "exit 1 with the first problem, else 0.");
 	line(f, "[-h, --help]", "Show this help.");
 	line(f, "[--version]", "Show the version, what runs each method's");
 	more(f, "crypto on this CPU, and the libraries.");

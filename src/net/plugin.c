@@ -71,17 +71,69 @@ static int plugin_refuse(const char *plugin, char *err, size_t errlen)
 	return -EPERM;
 }
 
+/* What Debian names plugins that the phone apps, and so the URLs they share
+ * and ss-server --print-url writes, name otherwise: tried for a URL's
+ * plugin that PATH has not under its own name. Both are plain program
+ * names, as a URL's plugin must be. simple-obfs's obfs-local and
+ * obfs-server are Debian's names already. */
+static const struct {
+	const char *name, *debian;
+} plugin_debian_names[] = {
+    {"v2ray-plugin", "ss-v2ray-plugin"},
+};
+
+const char *ss_plugin_debian_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof(plugin_debian_names) / sizeof(plugin_debian_names[0]); i++)
+		if (strcmp(name, plugin_debian_names[i].name) == 0)
+			return plugin_debian_names[i].debian;
+	return NULL;
+}
+
+/* name in PATH's directories (only the absolute ones for name_only) into
+ * p->path: 0, -ENOENT (seen[cap] then says why a file of that name that
+ * exists would not do, or is empty) or -ENOMEM. */
+static int plugin_in_path(ss_plugin_t *p, const char *name, bool name_only, char *seen, size_t cap)
+{
+	const char *path = getenv("PATH");
+	const char *why = NULL;
+	int rc;
+
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *dir = path;;) {
+		const char *end = strchr(dir, ':');
+		size_t dlen = end ? (size_t)(end - dir) : strlen(dir);
+		/* A relative entry is the working directory by another name. */
+		bool skip = dlen == 0 || (name_only && dir[0] != '/');
+		char *cand = skip ? NULL : plugin_join(dir, dlen, name);
+		if (!skip && !cand)
+			return -ENOMEM;
+		if (cand && (rc = plugin_check_file(cand, &why)) == 0) {
+			p->path = cand;
+			return 0;
+		}
+		if (cand && rc != -ENOENT && !seen[0])
+			snprintf(seen, cap, "%s: %s", cand, why);
+		free(cand);
+		if (!end)
+			return -ENOENT;
+		dir = end + 1;
+	}
+}
+
 /* The file to execute: a path as given (made absolute, as a daemon leaves
  * the working directory), or a name in PATH, then in the working directory
  * (shadowsocks-libev puts it in front of PATH; a file there does not shadow
  * a system one here). name_only (a URL's plugin): a plain name, and only in
  * PATH's absolute directories: a file that happens to be in the working
  * directory (a download, an unpacked archive) is not a program the user
- * installed. */
+ * installed; when PATH has none of that name, the one of Debian's name for
+ * it (p->debian_name). */
 static int plugin_find(ss_plugin_t *p, const char *plugin, bool name_only, char *err, size_t errlen)
 {
 	char cwd[4096];
-	const char *why = NULL;
+	const char *why = NULL, *debian = name_only ? ss_plugin_debian_name(plugin) : NULL;
 	int rc = -ENOENT;
 
 	if (name_only && !ss_url_plugin_name_ok(plugin))
@@ -99,29 +151,9 @@ static int plugin_find(ss_plugin_t *p, const char *plugin, bool name_only, char 
 		}
 		return 0;
 	}
-	const char *path = getenv("PATH");
 	char seen[4096] = "";
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (const char *dir = path;;) {
-		const char *end = strchr(dir, ':');
-		size_t dlen = end ? (size_t)(end - dir) : strlen(dir);
-		/* A relative entry is the working directory by another name. */
-		bool skip = dlen == 0 || (name_only && dir[0] != '/');
-		char *cand = skip ? NULL : plugin_join(dir, dlen, plugin);
-		if (!skip && !cand)
-			goto oom;
-		if (cand && (rc = plugin_check_file(cand, &why)) == 0) {
-			p->path = cand;
-			return 0;
-		}
-		if (cand && rc != -ENOENT && !seen[0])
-			snprintf(seen, sizeof(seen), "%s: %s", cand, why);
-		free(cand);
-		if (!end)
-			break;
-		dir = end + 1;
-	}
+	if ((rc = plugin_in_path(p, plugin, name_only, seen, sizeof(seen))) != -ENOENT)
+		goto found;
 	if (cwd[0]) {
 		char *cand = plugin_join(cwd, strlen(cwd), plugin);
 		if (!cand)
@@ -134,13 +166,22 @@ static int plugin_find(ss_plugin_t *p, const char *plugin, bool name_only, char 
 			snprintf(seen, sizeof(seen), "%s: %s", cand, why);
 		free(cand);
 	}
+	if (debian && !seen[0] &&
+	    (rc = plugin_in_path(p, debian, true, seen, sizeof(seen))) != -ENOENT) {
+		p->debian_name = debian;
+		goto found;
+	}
 	if (seen[0]) {
 		snprintf(err, errlen, "plugin '%s': %s", plugin, seen);
 		return -EACCES;
 	}
-	snprintf(err, errlen, "plugin '%s': not found in PATH%s", plugin,
-		 name_only ? "" : " or the working directory");
+	snprintf(err, errlen, "plugin '%s': not found in PATH%s%s%s", plugin,
+		 name_only ? "" : " or the working directory", debian ? ", nor Debian's " : "",
+		 debian ? debian : "");
 	return -ENOENT;
+found:
+	if (rc == 0)
+		return 0;
 oom:
 	snprintf(err, errlen, "plugin '%s': out of memory", plugin);
 	return -ENOMEM;
@@ -303,7 +344,12 @@ int ss_plugin_init(ss_plugin_t *p, struct ev_loop *loop, const ss_plugin_spec_t 
 	p->local_len = sizeof(*sin);
 	p->port = spec->server ? spec->remote_port : port;
 	if (!command)
-		p->argv[0] = strdup(spec->plugin);
+		p->argv[0] = strdup(p->debian_name ? p->debian_name : spec->plugin);
+	/* Once, at start-up: the user asked for another name. */
+	if (p->debian_name)
+		ss_notice("plugin %s is not in PATH under that name: running %s, Debian's name "
+			  "for it",
+			  spec->plugin, p->path);
 	if (!p->argv[0] || plugin_build_env(p, spec) < 0) {
 		snprintf(err, errlen, "plugin '%s': out of memory", spec->plugin);
 		return -ENOMEM;

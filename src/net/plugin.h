@@ -99,13 +99,23 @@ struct ss_plugin {
 	char **envp;
 	char name[64];  /* the file's name, for log lines */
 	char last[160]; /* its last line of output, for the reason it failed */
+	/* A URL's plugin not in PATH by its name but by Debian's
+	 * (ss_plugin_debian_name): that name, which path ends in; else NULL. */
+	const char *debian_name;
 	ss_plugin_cb cb;
 	void *data; /* the owner's */
 };
 
+/* Debian's name for the plugin a URL names name (v2ray-plugin is
+ * ss-v2ray-plugin there), a plain program name; NULL when Debian calls it
+ * the same or has no package of it. A URL's plugin is run under this name
+ * when PATH has none under its own. */
+const char *ss_plugin_debian_name(const char *name);
+
 /* The file plugin would run as (what ss_plugin_init executes: a path or a
  * name found in PATH or the working directory; for a command line, its
- * first word when that is a plain name; with name_only, as the spec's) into
+ * first word when that is a plain name; with name_only, as the spec's, by
+ * Debian's name when PATH has none by its own) into
  * path[cap]. 0, or -errno with err saying why it cannot run. Starts
  * nothing. */
 int ss_plugin_locate(const char *plugin, bool name_only, char *path, size_t cap, char *err,

@@ -14,6 +14,7 @@
 #include "net/sock.h"
 #include "proto/acl.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 static const char *const check_modes[] = {
     [SS_MODE_TCP_ONLY] = "tcp_only",
@@ -84,9 +85,12 @@ static int check_server(const ss_config_t *cfg, size_t i, ss_resolver_t *r, FILE
 		if (ss_plugin_locate(s->plugin, s->plugin_from_url, path, sizeof(path), why,
 				     sizeof(why)) < 0)
 			return ss_cfg_err(err, errlen, "server %zu: %s", i + 1, why);
-		fprintf(out, "  plugin %s (%s), mode %s%s%s\n", s->plugin, path,
-			check_modes[s->plugin_mode], s->plugin_opts[0] ? ", options " : "",
-			s->plugin_opts);
+		const char *base = strrchr(path, '/');
+		/* A URL's plugin found under Debian's name for it. */
+		bool renamed = s->plugin_from_url && strcmp(base ? base + 1 : path, s->plugin) != 0;
+		fprintf(out, "  plugin %s (%s%s), mode %s%s%s\n", s->plugin, path,
+			renamed ? ", Debian's name for it" : "", check_modes[s->plugin_mode],
+			s->plugin_opts[0] ? ", options " : "", s->plugin_opts);
 		/* The plugin gets the name as configured; we never look it up. */
 		return 0;
 	}
@@ -190,6 +194,14 @@ static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *
 			if (check_server(cfg, i, r, out, err, errlen) < 0)
 				return -EINVAL;
 	}
+	if (cfg->user[0]) {
+		uid_t uid;
+		gid_t gid;
+		if (ss_proc_find_user(cfg->user, &uid, &gid, err, errlen) < 0)
+			return -EINVAL;
+		fprintf(out, "user: %s (uid %u, gid %u) after start-up\n", cfg->user, (unsigned)uid,
+			(unsigned)gid);
+	}
 	fprintf(out, "mode: %s\n", check_modes[cfg->mode]);
 	fprintf(out, "workers: %d%s\n", cfg->workers,
 		cfg->workers > 1 ? ", each a loop on a thread of its own" : "");
@@ -206,8 +218,9 @@ int ss_check_run(const ss_config_t *cfg, FILE *out, char *err, size_t errlen)
 		return ss_cfg_err(err, errlen, "cannot create an event loop");
 	rc = ss_resolver_init(&r, loop, cfg->nameserver, cfg->ipv6_first, err, errlen);
 	if (rc == 0) {
-		fprintf(out, "%s %s: checking the configuration%s%s\n", cfg->prog_name, SS_VERSION,
-			cfg->config_file[0] ? " from " : "", cfg->config_file);
+		fprintf(out, "%s %s: checking the configuration%s%s%s\n", cfg->prog_name,
+			SS_VERSION, cfg->config_file[0] ? " from " : "", cfg->config_file,
+			cfg->config_default ? " (the default file: no settings given)" : "");
 		rc = check_all(cfg, &r, out, err, errlen);
 		ss_resolver_free(&r);
 	}

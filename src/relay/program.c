@@ -216,6 +216,11 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	/* Taken out of the environment before plugins inherit it. */
 	if (ss_notify_open(&p.sd, err, sizeof(err)) < 0)
 		ss_warn("%s", err);
+	/* Which file, above all when none was named: a package's and libev's
+	 * may both be there. */
+	if (cfg.config_file[0])
+		ss_notice("configuration from %s%s", cfg.config_file,
+			  cfg.config_default ? " (the default file: no settings given)" : "");
 	ss_check_warnings(&cfg, NULL);
 	/* A client's servers say so each (relay/servers.c). */
 	if (cfg.key_ignored && prog == SS_PROG_SERVER)

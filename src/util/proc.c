@@ -146,25 +146,37 @@ void ss_proc_daemon_ready(int *notify, const char *failure)
 	*notify = -1;
 }
 
-int ss_proc_drop_user(const char *user, char *err, size_t errlen)
+int ss_proc_find_user(const char *user, uid_t *uid, gid_t *gid, char *err, size_t errlen)
 {
 	struct passwd *pw = getpwnam(user);
 	char *end;
 
 	if (!pw) {
-		unsigned long uid = strtoul(user, &end, 10);
+		unsigned long id = strtoul(user, &end, 10);
 		if (*user && !*end)
-			pw = getpwuid((uid_t)uid);
+			pw = getpwuid((uid_t)id);
 	}
 	if (!pw) {
 		snprintf(err, errlen, "unknown user '%s' for -a/user", user);
 		return -EINVAL;
 	}
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	return 0;
+}
+
+int ss_proc_drop_user(const char *user, char *err, size_t errlen)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (ss_proc_find_user(user, &uid, &gid, err, errlen) < 0)
+		return -EINVAL;
 	if (setgroups(0, NULL) < 0 && errno != EPERM) {
 		snprintf(err, errlen, "setgroups: %s", strerror(errno));
 		return -errno;
 	}
-	if (setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0) {
+	if (setgid(gid) < 0 || setuid(uid) < 0) {
 		int e = errno;
 		snprintf(err, errlen, "cannot switch to user '%s': %s", user, strerror(e));
 		return -e;

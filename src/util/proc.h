@@ -2,6 +2,7 @@
 #define SS_UTIL_PROC_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Process set-up for the programs. Each returns 0 or -errno with err set. */
 
@@ -18,6 +19,10 @@ int ss_proc_daemonize(const char *pid_file, int *notify, char *err, size_t errle
 /* The child's word: started (failure NULL) or not, and why. Once: *notify is
  * closed and set to -1; nothing happens when it is -1 already. */
 void ss_proc_daemon_ready(int *notify, const char *failure);
+/* Looks user up (a name, or a numeric uid) as ss_proc_drop_user does, for
+ * --check: its uid and primary group. 0, or -EINVAL with err naming the
+ * user. */
+int ss_proc_find_user(const char *user, uid_t *uid, gid_t *gid, char *err, size_t errlen);
 /* Switches to user (name or numeric uid), with its primary group. */
 int ss_proc_drop_user(const char *user, char *err, size_t errlen);
 

@@ -6,9 +6,10 @@
  * read: c.json in the working directory (for -c c.json) and the default
  * file it reads when given no arguments.
  * The parse must not touch files outside a temporary directory: it runs
- * inside one, with HOME and XDG_CONFIG_HOME pointing into it, and every '/'
- * in an argument is turned into '_', so a path can only name something in
- * the working directory (or "..", its parent, also inside). It must never
+ * inside one, with HOME, XDG_CONFIG_HOME and SS_SYSCONFDIR pointing into it,
+ * and every '/' in an argument is turned into '_', so a path can only name
+ * something in the working directory (or "..", its parent, also inside).
+ * The default file is the one under XDG_CONFIG_HOME. It must never
  * exit (libFuzzer reports an exit as a failure) and must answer with a
  * valid configuration, usage text, or one line naming what is wrong. */
 #include <stddef.h>
@@ -65,6 +66,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	FZ_CHECK(setenv("HOME", path, 1) == 0);
 	snprintf(path, sizeof(path), "%s/xdg", root);
 	FZ_CHECK(setenv("XDG_CONFIG_HOME", path, 1) == 0);
+	FZ_CHECK(setenv("SS_SYSCONFDIR", root, 1) == 0);
 	atexit(cleanup);
 	usage_out = fmemopen(usage, sizeof(usage), "w");
 	FZ_CHECK(usage_out != NULL);

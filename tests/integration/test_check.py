@@ -3,6 +3,7 @@ pass, what it refuses (with line and column here), unknown keys."""
 
 import json
 import os
+import pwd
 import socket
 import stat
 
@@ -98,6 +99,13 @@ def test_check_reports_what_would_run(ss, tmp_path, prog):
         assert "tunnel to: 192.0.2.7:53" in out, out
 
 
+def conf_args(tmp_path, prog, **changes):
+    """-c and a complete file for prog, with changes to its keys."""
+    conf = settings(prog)
+    conf.update(changes)
+    return ["-c", write(tmp_path, "c.json", conf)]
+
+
 def bad_json(tmp_path, prog):
     return ["-c", write(tmp_path, "bad.json",
                         '{"server": "127.0.0.1",\n  "timeout": 5, // why\n "method": "x"}')]
@@ -108,28 +116,22 @@ def bad_method(tmp_path, prog):
 
 
 def missing_acl(tmp_path, prog):
-    conf = settings(prog)
-    conf["acl"] = str(tmp_path / "no-such.acl")
-    return ["-c", write(tmp_path, "c.json", conf)]
+    return conf_args(tmp_path, prog, acl=str(tmp_path / "no-such.acl"))
 
 
 def bad_acl(tmp_path, prog):
-    conf = settings(prog)
-    conf["acl"] = write(tmp_path, "bad.acl", "[bypass_list]\n10.0.0.0/33\n")
-    return ["-c", write(tmp_path, "c.json", conf)]
+    return conf_args(tmp_path, prog,
+                     acl=write(tmp_path, "bad.acl", "[bypass_list]\n10.0.0.0/33\n"))
 
 
 def missing_plugin(tmp_path, prog):
-    conf = settings(prog)
-    conf["plugin"] = "no-such-plugin-here"
-    return ["-c", write(tmp_path, "c.json", conf)]
+    return conf_args(tmp_path, prog, plugin="no-such-plugin-here")
 
 
 def plugin_not_executable(tmp_path, prog):
-    conf = settings(prog)
-    conf["plugin"] = write(tmp_path, "plugin.sh", "#!/bin/sh\n")
-    os.chmod(conf["plugin"], stat.S_IRUSR | stat.S_IWUSR)
-    return ["-c", write(tmp_path, "c.json", conf)]
+    plugin = write(tmp_path, "plugin.sh", "#!/bin/sh\n")
+    os.chmod(plugin, stat.S_IRUSR | stat.S_IWUSR)
+    return conf_args(tmp_path, prog, plugin=plugin)
 
 
 def unresolvable(tmp_path, prog):
@@ -146,6 +148,18 @@ def bad_listen_address(tmp_path, prog):
     return ["-c", write(tmp_path, "c.json", conf)]
 
 
+def unknown_user(tmp_path, prog):
+    # -a would fail at start, after the listeners opened: --check says so.
+    return conf_args(tmp_path, prog, user="no-such-user-here")
+
+
+def misspelt_required_key(tmp_path, prog):
+    # The warning about the unknown key never shows: the error comes first.
+    conf = settings(prog)
+    conf["sever_port"] = conf.pop("server_port")
+    return ["-c", write(tmp_path, "c.json", conf)]
+
+
 BAD = [
     (bad_json, "line 2, column 17: JSON has no comments"),
     (bad_method, "aes-256-cfb"),
@@ -155,6 +169,9 @@ BAD = [
     (plugin_not_executable, "it is not executable"),
     (unresolvable, "cannot resolve 'nowhere.check.test'"),
     (bad_listen_address, "cannot resolve 'listen.nowhere.invalid'"),
+    (unknown_user, "unknown user 'no-such-user-here' for -a/user"),
+    (misspelt_required_key, "missing server port (-p or \"server_port\"): the config file has "
+     "\"sever_port\", did you mean \"server_port\"?"),
 ]
 
 
@@ -223,3 +240,74 @@ def test_comments_refused_as_by_libev(ss, tmp_path, impl):
     if impl == "ours":
         assert "invalid JSON at line 2, column 3: JSON has no comments" in p.stderr(), \
             p.describe()
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_check_looks_the_user_up(ss, tmp_path, prog):
+    """-a on the command line: a user that does not exist fails --check as
+    it would fail the start, naming the user; one that exists (by name or
+    uid) is reported with its ids."""
+    conf = write(tmp_path, "c.json", settings(prog))
+    rc, out, err = run_check(ss, prog, ["-c", conf, "-a", "nosuchuser"])
+    assert rc == 1, out + err
+    assert err.strip() == "%s: unknown user 'nosuchuser' for -a/user" % prog, err
+    me = pwd.getpwuid(os.getuid())
+    for user in (me.pw_name, str(me.pw_uid)):
+        rc, out, err = run_check(ss, prog, ["-c", conf, "-a", user])
+        assert rc == 0, out + err
+        assert "user: %s (uid %d, gid %d) after start-up" % (user, me.pw_uid, me.pw_gid) \
+            in out, out
+
+
+# --- the default file ------------------------------------------------------
+
+def default_env(tmp_path):
+    """An environment whose default files are under tmp_path, never the
+    real /etc or the user's: (env, our package's path, libev's path)."""
+    etc = tmp_path / "etc"
+    for d in ("shadowsocks-c", "shadowsocks-libev"):
+        (etc / d).mkdir(parents=True)
+    (tmp_path / "xdg").mkdir()
+    env = {"SS_SYSCONFDIR": str(etc), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    return (env, etc / "shadowsocks-c" / "config.json",
+            etc / "shadowsocks-libev" / "config.json")
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_check_alone_checks_the_default_file(ss, tmp_path, prog):
+    """--check with no -c checks the file the program reads when given no
+    settings: our package's when it exists (its problems reported), else
+    libev's."""
+    env, ours, libev = default_env(tmp_path)
+    libev.write_text(json.dumps(settings(prog)))
+    conf = settings(prog)
+    conf["acl"] = str(tmp_path / "no-such.acl")
+    ours.write_text(json.dumps(conf))
+    rc, out, err = run_check(ss, prog, [], env=env)
+    assert rc == 1, out + err
+    assert "checking the configuration from %s (the default file" % ours in out, out
+    assert "ACL file (--acl/\"acl\"): " in err, err
+
+    ours.unlink()
+    rc, out, err = run_check(ss, prog, [], env=env)
+    assert rc == 0, out + err
+    assert "checking the configuration from %s (the default file" % libev in out, out
+    assert "the configuration is good" in out, out
+
+    libev.unlink()
+    rc, out, err = run_check(ss, prog, [], env=env)
+    assert rc == 1, out + err
+    assert "no config file at %s or %s" % (ours, libev) in err, err
+
+
+def test_bare_server_logs_the_default_file_it_read(ss, tmp_path):
+    """ss-server with no arguments reads our package's file before libev's,
+    and its start-up log says which."""
+    env, ours, libev = default_env(tmp_path)
+    conf = settings("ss-server")
+    ours.write_text(json.dumps(conf))
+    libev.write_text(json.dumps(settings("ss-server")))
+    p = ss.procs.start(ss.exe("ss-server"), [], env=env)
+    p.wait_listening("127.0.0.1", conf["server_port"])
+    assert ("configuration from %s (the default file: no settings given)" % ours
+            in p.stderr()), p.describe()

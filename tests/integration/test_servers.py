@@ -170,7 +170,7 @@ def test_silent_server_goes_down_but_bad_targets_do_not_count(ss, tmp_path):
                 finally:
                     s.close()
         time.sleep(0.3)
-        assert "down" not in local.program.output()
+        assert ": down (" not in local.program.output()
         seen = {through(local.addr, echo) for _ in range(10)}
         assert seen == {out_ip(0), out_ip(1)}
 

@@ -171,6 +171,34 @@ os.execv(%r, [%r])
 """
 
 
+def wrapper_plugin(bindir, name):
+    """WRAPPER as the program bindir/name."""
+    plugin = bindir / name
+    plugin.write_text(WRAPPER % (XOR, XOR))
+    plugin.chmod(plugin.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return plugin
+
+
+def started_record(record, program):
+    """What the wrapper recorded of its start, once program started it."""
+    rec = wait_for(lambda: record.exists() and json.loads(record.read_text()), T(10))
+    assert rec, program.describe()
+    return rec
+
+
+def echo_through(prog, lport, echo, data):
+    """One connection through prog listening on lport (SOCKS5 for ss-local,
+    a tunnel to echo for ss-tunnel) that gets data back whole."""
+    if prog == "ss-local":
+        s = sslib.socks5_connect((sslib.LOOPBACK4, lport), *echo.addr)
+    else:
+        s = socket.create_connection((sslib.LOOPBACK4, lport), timeout=T(10))
+    try:
+        sslib.echo_check(s, data)
+    finally:
+        s.close()
+
+
 @pytest.mark.parametrize("prog", PROGS)
 def test_url_plugin_by_name_runs_from_path_without_a_shell(ss, echo, blob, tmp_path, prog):
     """ss-local and ss-tunnel run a URL's plain plugin name found in PATH
@@ -178,9 +206,7 @@ def test_url_plugin_by_name_runs_from_path_without_a_shell(ss, echo, blob, tmp_p
     with no arguments, a child of theirs, and SS_PLUGIN_OPTIONS exactly the
     URL's options; no shell ran them; the traffic goes through it."""
     cwd, bindir = fresh_dir(tmp_path, "cwd"), fresh_dir(tmp_path, "bin")
-    plugin = bindir / "ss-test-plugin"
-    plugin.write_text(WRAPPER % (XOR, XOR))
-    plugin.chmod(plugin.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    plugin = wrapper_plugin(bindir, "ss-test-plugin")
     record = tmp_path / "record.json"
     env = {"PATH": "%s:%s" % (bindir, os.environ.get("PATH", "/usr/bin:/bin")),
            "SS_TEST_PLUGIN_RECORD": str(record)}
@@ -194,21 +220,84 @@ def test_url_plugin_by_name_runs_from_path_without_a_shell(ss, echo, blob, tmp_p
         (["-L", target] if prog == "ss-tunnel" else []),
         env=env, preexec=lambda: os.chdir(cwd))
 
-    rec = wait_for(lambda: record.exists() and json.loads(record.read_text()), T(10))
-    assert rec, program.describe()
+    rec = started_record(record, program)
     assert rec["argv"] == [str(plugin)], rec
     assert rec["opts"] == OPTIONS, rec
     assert rec["ppid"] == program.pid, "not started by %s itself: %r" % (prog, rec)
     line = "plugin ss-test-plugin started: pid %d, %s" % (rec["pid"], plugin)
     assert wait_for(lambda: line in program.output(), T(5)), program.describe()
 
-    if prog == "ss-local":
-        s = sslib.socks5_connect((sslib.LOOPBACK4, lport), *echo.addr)
-    else:
-        s = socket.create_connection((sslib.LOOPBACK4, lport), timeout=T(10))
-    try:
-        sslib.echo_check(s, blob(64 << 10))
-    finally:
-        s.close()
+    echo_through(prog, lport, echo, blob(64 << 10))
     assert os.listdir(cwd) == [], "something ran: %r" % os.listdir(cwd)
     assert not (tmp_path / "pwned").exists() and not (bindir / "pwned").exists()
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_url_plugin_by_its_apps_name_runs_debians(ss, echo, blob, tmp_path, prog):
+    """A URL naming v2ray-plugin, as the phone apps and ss-server
+    --print-url name it, where PATH has it only as Debian names it
+    (ss-v2ray-plugin, a stand-in here): that program runs, the start-up log
+    and --check say so, and the traffic goes through it."""
+    bindir = fresh_dir(tmp_path, "bin")
+    plugin = wrapper_plugin(bindir, "ss-v2ray-plugin")
+    record = tmp_path / "record.json"
+    # /usr/bin first would find Debian's own ss-v2ray-plugin, if installed.
+    path = "%s:/usr/bin:/bin" % bindir
+    assert not any(os.path.exists(os.path.join(d, "v2ray-plugin")) for d in path.split(":"))
+    env = {"PATH": path, "SS_TEST_PLUGIN_RECORD": str(record)}
+    server = ss.server(method=METHOD, extra=["--plugin", XOR, "--plugin-opts", "server"])
+    link = url(port=server.port, password=server.password,
+               plugin=urllib.parse.quote("v2ray-plugin;path=/ws", safe=""))
+    target = "%s:%d" % echo.addr
+    tunnel = ["-L", target] if prog == "ss-tunnel" else []
+
+    rc, p = ss.run(prog, ["--server-url", link, "-l", str(sslib.free_port()), "--check"]
+                   + tunnel, env=env)
+    assert rc == 0, p.describe()
+    assert ("plugin v2ray-plugin (%s, Debian's name for it), mode tcp_only, options path=/ws"
+            % plugin) in p.stdout(), p.describe()
+
+    program, lport = ss.procs.start_listening(
+        ss.exe(prog), lambda port: ["--server-url", link, "-l", port] + tunnel, env=env)
+    rec = started_record(record, program)
+    assert rec["argv"] == [str(plugin)] and rec["opts"] == "path=/ws", rec
+    assert ("plugin v2ray-plugin is not in PATH under that name: running %s, Debian's name "
+            "for it" % plugin) in program.output(), program.describe()
+    echo_through(prog, lport, echo, blob(64 << 10))
+
+
+def test_url_plugin_found_nowhere_names_both(ss, tmp_path):
+    """Neither name in PATH: the message says both were looked for."""
+    env = {"PATH": str(fresh_dir(tmp_path, "bin"))}
+    rc, p = ss.run("ss-local", prog_args("ss-local", url(plugin="v2ray-plugin"),
+                                         sslib.free_port()), env=env)
+    assert rc == 1, p.describe()
+    assert ("plugin 'v2ray-plugin': not found in PATH, nor Debian's ss-v2ray-plugin"
+            in p.stderr()), p.describe()
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_command_line_plugin_overrides_the_urls(ss, echo, blob, tmp_path, prog):
+    """--plugin on the command line replaces the plugin a URL names (here
+    one that is nowhere), as the command line overrides the configuration:
+    the program given there runs (by its path, the user's own text) with
+    the URL's options, unless --plugin-opts replaces those too."""
+    bindir = fresh_dir(tmp_path, "bin")
+    plugin = wrapper_plugin(bindir, "my-plugin")
+    record = tmp_path / "record.json"
+    env = {"SS_TEST_PLUGIN_RECORD": str(record)}
+    server = ss.server(method=METHOD, extra=["--plugin", XOR, "--plugin-opts", "server"])
+    link = url(port=server.port, password=server.password,
+               plugin=urllib.parse.quote("ss-no-such-plugin;a=1", safe=""))
+    tunnel = ["-L", "%s:%d" % echo.addr] if prog == "ss-tunnel" else []
+    for extra, opts in ((["--plugin", str(plugin)], "a=1"),
+                        (["--plugin-opts", "b=2", "--plugin", str(plugin)], "b=2")):
+        if record.exists():
+            record.unlink()
+        program, lport = ss.procs.start_listening(
+            ss.exe(prog), lambda port: ["--server-url", link, "-l", port] + tunnel + extra,
+            env=env)
+        rec = started_record(record, program)
+        assert rec["argv"] == [str(plugin)] and rec["opts"] == opts, rec
+        echo_through(prog, lport, echo, blob(64 << 10))
+        program.terminate()

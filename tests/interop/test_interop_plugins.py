@@ -53,6 +53,16 @@ def open_through(client, target, timeout):
             time.sleep(0.1)
 
 
+def echo_through(client, target, data, timeout):
+    """One connection through client to target (an echo server) that sends
+    data and gets it back whole."""
+    s = open_through(client, target, timeout)
+    try:
+        sslib.echo_check(s, data)
+    finally:
+        s.close()
+
+
 @pytest.mark.parametrize("server_impl,client_impl", PAIRS, ids=["-".join(p) for p in PAIRS])
 @pytest.mark.parametrize("plugin", sorted(PLUGINS))
 def test_plugin_pair(ss, libev_bin_dir, plugins_installed, echo, blob, plugin, server_impl,
@@ -63,11 +73,7 @@ def test_plugin_pair(ss, libev_bin_dir, plugins_installed, echo, blob, plugin, s
                        extra=["--plugin", splugin, "--plugin-opts", sopts])
     client = ss.local(server, impl=client_impl,
                       extra=["--plugin", cplugin, "--plugin-opts", copts])
-    s = open_through(client, echo.addr, T(10))
-    try:
-        sslib.echo_check(s, blob(4 << 20))
-    finally:
-        s.close()
+    echo_through(client, echo.addr, blob(4 << 20), T(10))
     # A second connection, and one at the same time.
     a = open_through(client, echo.addr, T(5))
     b = open_through(client, echo.addr, T(5))
@@ -114,11 +120,7 @@ def test_several_servers_each_with_its_plugin(ss, libev_bin_dir, plugins_install
         assert time.monotonic() < deadline, local.program.output()[-2000:]
         time.sleep(0.05)
     for _ in range(30):
-        s = open_through(local, echo.addr, T(10))
-        try:
-            sslib.echo_check(s, blob(64 << 10))
-        finally:
-            s.close()
+        echo_through(local, echo.addr, blob(64 << 10), T(10))
     out = local.program.output()
     for server in (libev, plain, obfs):
         assert re.search(r': server \d+ ("[^"]*" )?127\.0\.0\.1:%d\n' % server.port, out), \
@@ -143,3 +145,33 @@ def test_real_plugins_and_servers_killed_mid_run(ss, plugins_installed, echo, tm
         local.program.output()[-2000:]
     stats = kill_in_turn(local, echo, srvs)
     print("real plugins and servers killed: %s" % stats)
+
+
+def test_printed_v2ray_url_runs_debians_plugin(ss, plugins_installed, echo, blob, tmp_path):
+    """Our ss-server behind Debian's ss-v2ray-plugin prints a URL naming
+    v2ray-plugin, as the phone apps know it; our ss-local given that URL on
+    a machine that has only ss-v2ray-plugin (Debian's) runs that, says so,
+    and relays through it; given --plugin too, it runs that program."""
+    if shutil.which("v2ray-plugin"):
+        pytest.skip("v2ray-plugin is in PATH under its own name here")
+    splugin, sopts = PLUGINS["v2ray-ws"][:2]
+    server = ss.server(method="aes-256-gcm", extra=["--plugin", splugin, "--plugin-opts", sopts])
+    rc, p = ss.run("ss-server", ["-s", server.host, "-p", str(server.port), "-k", server.password,
+                                 "-m", server.method, "--plugin", splugin, "--plugin-opts", sopts,
+                                 "--print-url"])
+    assert rc == 0, p.describe()
+    url = p.stdout().split("\n")[0]
+    assert "?plugin=v2ray-plugin%3Bmode%3Dwebsocket%3Bpath%3D%2Fss" in url, url
+    local = start_client(ss, tmp_path, {"server_url": url})
+    echo_through(local, echo.addr, blob(1 << 20), T(10))
+    out = local.program.output()
+    assert ("plugin v2ray-plugin is not in PATH under that name: running %s, Debian's name for "
+            "it" % shutil.which("ss-v2ray-plugin")) in out, out[-2000:]
+
+    # --plugin on the command line names the program for the URL's plugin
+    # (here by its path), which keeps the URL's options.
+    path = shutil.which("ss-v2ray-plugin")
+    local = start_client(ss, tmp_path, {"server_url": url}, extra=["--plugin", path])
+    echo_through(local, echo.addr, blob(1 << 20), T(10))
+    out = local.program.output()
+    assert "plugin ss-v2ray-plugin started: pid" in out and "Debian's name" not in out, out

@@ -389,13 +389,75 @@ static void test_plugin_name_only(void **state)
 	rmdir(dir);
 }
 
+/* A URL's plugin that PATH has not under its own name, but under Debian's
+ * (v2ray-plugin as ss-v2ray-plugin): run under that name, from PATH's
+ * absolute directories only; its own name wins where it is there too. The
+ * configuration's plugin is the user's own text: never renamed. */
+static void test_plugin_debian_name(void **state)
+{
+	char dir[] = "/tmp/ss-test-plugin-XXXXXX", cwd[4096], path[256], own[256], err[512];
+	char found[4096], oldpath[4096], newpath[4096 + 300];
+	ss_plugin_t p;
+	(void)state;
+
+	assert_string_equal(ss_plugin_debian_name("v2ray-plugin"), "ss-v2ray-plugin");
+	assert_null(ss_plugin_debian_name("obfs-local"));
+	assert_null(ss_plugin_debian_name("ss-v2ray-plugin"));
+	assert_null(ss_plugin_debian_name("v2ray-plugin "));
+
+	assert_non_null(mkdtemp(dir));
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	snprintf(oldpath, sizeof(oldpath), "%s", getenv("PATH") ? getenv("PATH") : "");
+	put_script(dir, "ss-v2ray-plugin", 0755, path, sizeof(path));
+	/* Only in the working directory, as "." in PATH: not found either way. */
+	assert_int_equal(chdir(dir), 0);
+	setenv("PATH", ".:/nonexistent", 1);
+	assert_int_equal(plugin_init_err("v2ray-plugin", true, err, sizeof(err)), -ENOENT);
+	assert_string_equal(
+	    err, "plugin 'v2ray-plugin': not found in PATH, nor Debian's ss-v2ray-plugin");
+	assert_int_equal(chdir(cwd), 0);
+
+	snprintf(newpath, sizeof(newpath), "/nonexistent:%s", dir);
+	setenv("PATH", newpath, 1);
+	assert_int_equal(plugin_init_as(&p, "v2ray-plugin", true, err, sizeof(err)), 0);
+	assert_string_equal(p.path, path);
+	assert_string_equal(p.debian_name, "ss-v2ray-plugin");
+	assert_string_equal(p.argv[0], "ss-v2ray-plugin");
+	assert_null(p.argv[1]);
+	assert_string_equal(p.name, "v2ray-plugin");
+	ss_plugin_free(&p);
+	assert_int_equal(
+	    ss_plugin_locate("v2ray-plugin", true, found, sizeof(found), err, sizeof(err)), 0);
+	assert_string_equal(found, path);
+	/* The configuration's "v2ray-plugin" is looked for as it is. */
+	assert_int_equal(plugin_init_err("v2ray-plugin", false, err, sizeof(err)), -ENOENT);
+	assert_string_equal(err, "plugin 'v2ray-plugin': not found in PATH or the working "
+				 "directory");
+
+	/* A v2ray-plugin that cannot run is reported, not passed over. */
+	put_script(dir, "v2ray-plugin", 0644, own, sizeof(own));
+	assert_int_equal(plugin_init_err("v2ray-plugin", true, err, sizeof(err)), -EACCES);
+	assert_non_null(strstr(err, "it is not executable"));
+	/* Under its own name it is itself. */
+	assert_int_equal(chmod(own, 0755), 0);
+	assert_int_equal(plugin_init_as(&p, "v2ray-plugin", true, err, sizeof(err)), 0);
+	assert_string_equal(p.path, own);
+	assert_null(p.debian_name);
+	assert_string_equal(p.argv[0], "v2ray-plugin");
+	ss_plugin_free(&p);
+
+	setenv("PATH", oldpath, 1);
+	unlink(own);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_default_loop),
-	    cmocka_unit_test(test_own_loop),
-	    cmocka_unit_test(test_plugin_not_runnable),
-	    cmocka_unit_test(test_plugin_name_only),
+	    cmocka_unit_test(test_default_loop),        cmocka_unit_test(test_own_loop),
+	    cmocka_unit_test(test_plugin_not_runnable), cmocka_unit_test(test_plugin_name_only),
+	    cmocka_unit_test(test_plugin_debian_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

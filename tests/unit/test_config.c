@@ -515,7 +515,8 @@ static void test_server(void **state)
 
 	expect_error("missing server port (-p or \"server_port\")", SS_PROG_SERVER, "-k", "pw",
 		     NULL);
-	expect_error("missing password (-k) or key (--key)", SS_PROG_SERVER, "-p", "8388", NULL);
+	expect_error("missing password (-k or \"password\") or key (--key or \"key\")",
+		     SS_PROG_SERVER, "-p", "8388", NULL);
 }
 
 /* --workers: ss-server's default is the CPUs online, the clients' 1; the
@@ -595,8 +596,8 @@ static void test_cli_errors(void **state)
 		     "pw", NULL);
 	expect_error("missing local port (-l or \"local_port\")", SS_PROG_LOCAL, "-s", "h", "-p",
 		     "1", "-k", "pw", NULL);
-	expect_error("missing password (-k) or key (--key)", SS_PROG_LOCAL, "-s", "h", "-p", "1",
-		     "-l", "2", NULL);
+	expect_error("missing password (-k or \"password\") or key (--key or \"key\")",
+		     SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", NULL);
 	expect_error("empty password for -k", SS_PROG_LOCAL, "-k", "", NULL);
 	expect_error("-t must be a positive number, not 'abc'", SS_PROG_LOCAL, "-t", "abc", NULL);
 	expect_error("-t must be a positive number, not '0'", SS_PROG_LOCAL, "-t", "0", NULL);
@@ -1077,7 +1078,7 @@ static void test_json_users_errors(void **state)
 	    "\"users\": 2022-blake3-chacha20-poly1305 has no identity headers");
 	/* The server's own PSK is the identity PSK its users sit behind. */
 	expect_server_error(USERS_HEAD "\"users\": [" USER("alice", K16_2) "]}",
-			    "missing password (-k) or key (--key)");
+			    "missing password (-k or \"password\") or key (--key or \"key\")");
 	expect_json_error(SS_PROG_LOCAL,
 			  "{\"server\": \"h\", \"server_port\": 1, \"local_port\": 2, "
 			  "\"users\": [" USER("alice", K16_2) "]}",
@@ -1099,77 +1100,138 @@ static void test_file_errors(void **state)
 	expect_error("empty config file path for -c", SS_PROG_LOCAL, "-c", "", NULL);
 }
 
-/* With no arguments at all, the file libev 3.3.5 would read. */
+/* Makes dir (and any parents missing) and writes a client's file in it
+ * naming host; returns the file's path in path[cap]. */
+static void default_file(const char *dir, const char *host, char *path, size_t cap)
+{
+	char cmd[800];
+
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, cap, "%s/config.json", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"{\"server\": \"%s\", \"server_port\": 1, \"local_port\": 2,"
+		" \"password\": \"pw\"}",
+		host);
+	fclose(f);
+}
+
+static void saved_env(const char *name, char **saved)
+{
+	const char *v = getenv(name);
+
+	*saved = v ? strdup(v) : NULL;
+}
+
+static void restore_env(const char *name, char *saved)
+{
+	if (saved)
+		setenv(name, saved, 1);
+	else
+		unsetenv(name);
+	free(saved);
+}
+
+/* With no settings on the command line: the user file libev 3.3.5 would
+ * read, then our package's system file, then libev's; SS_SYSCONFDIR in
+ * place of /etc, so that the real /etc plays no part. */
 static void test_default_config(void **state)
 {
 	(void)state;
-	char xdg[600], home[600], path[700];
+	char xdg[300], home[300], etc[300], dir[400], path[1024], ours[500], libev[500];
 	char *argv[] = {"ss-local", NULL};
-	const char *old_xdg = getenv("XDG_CONFIG_HOME");
-	const char *old_home = getenv("HOME");
-	char *saved_xdg = old_xdg ? strdup(old_xdg) : NULL;
-	char *saved_home = old_home ? strdup(old_home) : NULL;
+	char *old_xdg, *old_home, *old_etc;
+
+	saved_env("XDG_CONFIG_HOME", &old_xdg);
+	saved_env("HOME", &old_home);
+	saved_env("SS_SYSCONFDIR", &old_etc);
+	snprintf(etc, sizeof(etc), "%s/etc", tmpdir);
+	setenv("SS_SYSCONFDIR", etc, 1);
 
 	snprintf(xdg, sizeof(xdg), "%s/xdg", tmpdir);
-	snprintf(path, sizeof(path), "%s/shadowsocks-libev", xdg);
-	mkdir(xdg, 0700);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/shadowsocks-libev/config.json", xdg);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("{\"server\": \"xdg.example\", \"server_port\": 1, \"local_port\": 2,"
-	      " \"password\": \"pw\"}",
-	      f);
-	fclose(f);
+	snprintf(dir, sizeof(dir), "%s/shadowsocks-libev", xdg);
+	default_file(dir, "xdg.example", path, sizeof(path));
+	snprintf(dir, sizeof(dir), "%s/shadowsocks-c", etc);
+	default_file(dir, "ours.example", ours, sizeof(ours));
+	snprintf(dir, sizeof(dir), "%s/shadowsocks-libev", etc);
+	default_file(dir, "libev.example", libev, sizeof(libev));
 
+	/* The user's file first, as libev: it is the user's own choice. */
 	setenv("XDG_CONFIG_HOME", xdg, 1);
 	assert_int_equal(ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err)),
 			 SS_CONFIG_RUN);
 	assert_string_equal(cfg.config_file, path);
+	assert_true(cfg.config_default);
 	assert_string_equal(cfg.servers[0].host, "xdg.example");
 
-	/* Any argument at all turns the default file off, as in libev. */
+	/* Any setting at all turns the default file off, as in libev. */
 	assert_int_equal(run(SS_PROG_LOCAL, "-v", NULL), SS_CONFIG_ERROR);
 	assert_string_equal(cfg.config_file, "");
+	assert_false(cfg.config_default);
+	/* --check and --print-url ask about what would run: the same file. */
+	expect_run(SS_PROG_LOCAL, "--check", NULL);
+	assert_true(cfg.check && cfg.config_default);
+	assert_string_equal(cfg.config_file, path);
+	expect_run(SS_PROG_SERVER, "--print-url", NULL);
+	assert_true(cfg.print_url && cfg.config_default);
+	assert_string_equal(cfg.config_file, path);
+	expect_error("empty address for -b", SS_PROG_LOCAL, "--check", "-b", "", NULL);
+	assert_string_equal(cfg.config_file, "");
+	assert_int_equal(run(SS_PROG_LOCAL, "--check", "-v", NULL), SS_CONFIG_ERROR);
+	assert_string_equal(cfg.config_file, "");
+	/* -c names the file itself. */
+	expect_run(SS_PROG_LOCAL, "--check", "-c", libev, NULL);
+	assert_false(cfg.config_default);
+	assert_string_equal(cfg.servers[0].host, "libev.example");
 
 	/* Without XDG_CONFIG_HOME: $HOME/.config/shadowsocks-libev/config.json */
 	unsetenv("XDG_CONFIG_HOME");
 	snprintf(home, sizeof(home), "%s/home", tmpdir);
-	mkdir(home, 0700);
-	snprintf(path, sizeof(path), "%s/.config", home);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/.config/shadowsocks-libev", home);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/.config/shadowsocks-libev/config.json", home);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("{\"server\": \"home.example\", \"server_port\": 1, \"local_port\": 2,"
-	      " \"password\": \"pw\"}",
-	      f);
-	fclose(f);
+	snprintf(dir, sizeof(dir), "%s/.config/shadowsocks-libev", home);
+	default_file(dir, "home.example", path, sizeof(path));
 	setenv("HOME", home, 1);
 	assert_int_equal(ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err)),
 			 SS_CONFIG_RUN);
 	assert_string_equal(cfg.config_file, path);
 	assert_string_equal(cfg.servers[0].host, "home.example");
 
-	/* XDG_CONFIG_HOME set but without the file: the system file, never
-	 * $HOME's (libev tries one user path only). */
+	/* XDG_CONFIG_HOME set but without the file: the system files, never
+	 * $HOME's (libev tries one user path only); ours before libev's. */
 	setenv("XDG_CONFIG_HOME", tmpdir, 1);
-	ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err));
-	assert_string_equal(cfg.config_file, "/etc/shadowsocks-libev/config.json");
+	expect_run(SS_PROG_LOCAL, "--check", NULL);
+	assert_string_equal(cfg.config_file, ours);
+	assert_string_equal(cfg.servers[0].host, "ours.example");
 
+	/* Without ours, libev's. */
+	assert_int_equal(unlink(ours), 0);
 	unsetenv("XDG_CONFIG_HOME");
 	unsetenv("HOME");
-	ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err));
-	assert_string_equal(cfg.config_file, "/etc/shadowsocks-libev/config.json");
+	assert_int_equal(ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err)),
+			 SS_CONFIG_RUN);
+	assert_string_equal(cfg.config_file, libev);
+	assert_string_equal(cfg.servers[0].host, "libev.example");
 
-	if (saved_xdg)
-		setenv("XDG_CONFIG_HOME", saved_xdg, 1);
-	if (saved_home)
-		setenv("HOME", saved_home, 1);
-	free(saved_xdg);
-	free(saved_home);
+	/* Neither: the message names both, and how to go on. */
+	assert_int_equal(unlink(libev), 0);
+	assert_int_equal(ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err)),
+			 SS_CONFIG_ERROR);
+	snprintf(path, sizeof(path),
+		 "no settings given, and no config file at %s/shadowsocks-c/config.json or "
+		 "%s/shadowsocks-libev/config.json: give -c FILE, or the settings (-h lists them)",
+		 etc, etc);
+	assert_string_equal(err, path);
+
+	/* Without SS_SYSCONFDIR, /etc. */
+	unsetenv("SS_SYSCONFDIR");
+	ss_config_parse(&cfg, SS_PROG_LOCAL, 1, argv, NULL, err, sizeof(err));
+	assert_true(strcmp(cfg.config_file, "/etc/shadowsocks-c/config.json") == 0 ||
+		    strcmp(cfg.config_file, "/etc/shadowsocks-libev/config.json") == 0);
+
+	restore_env("XDG_CONFIG_HOME", old_xdg);
+	restore_env("HOME", old_home);
+	restore_env("SS_SYSCONFDIR", old_etc);
 }
 
 static void test_clear(void **state)
@@ -1335,8 +1397,9 @@ static void test_server_urls(void **state)
 	    .method = "chacha20-ietf-poly1305", .password = "p3", .host = "h3.example", .port = 3};
 	assert_true(ss_url_format(&u, url3, sizeof(url3)) > 0);
 
-	expect_run(SS_PROG_LOCAL, "--server-url", url1, "--server-url", url2, "-l", "1080",
-		   "--plugin", "top-plugin", NULL);
+	snprintf(text, sizeof(text), "{\"plugin\": \"top-plugin\"}");
+	expect_run(SS_PROG_LOCAL, "--server-url", url1, "--server-url", url2, "-l", "1080", "-c",
+		   write_file("u0.json", text), NULL);
 	assert_int_equal(cfg.n_servers, 2);
 	assert_string_equal(cfg.servers[0].host, "192.0.2.1");
 	assert_int_equal(cfg.servers[0].port, 8388);
@@ -1408,15 +1471,79 @@ static void test_server_url_plugins(void **state)
 	snprintf(msg, sizeof(msg), "\"servers\"[0]: %s", want);
 	expect_error(msg, SS_PROG_LOCAL, "-c", write_file("pu4.json", text), NULL);
 
-	/* The configuration's plugin, for the servers without their own. */
-	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-k", "p", "-l", "1", "--plugin",
-		   "obfs-local --fast-open", "--server-url",
-		   "ss://YWVzLTI1Ni1nY206cA@h:2/?plugin=v2ray-plugin%3Btls", NULL);
+	/* The file's plugin, for the servers without their own. */
+	snprintf(text, sizeof(text),
+		 "{\"plugin\": \"obfs-local --fast-open\", \"plugin_opts\": \"obfs=http\"}");
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-k", "p", "-l", "1", "--server-url",
+		   "ss://YWVzLTI1Ni1nY206cA@h:2/?plugin=v2ray-plugin%3Btls", "-c",
+		   write_file("pu5.json", text), NULL);
 	assert_string_equal(cfg.servers[0].plugin, "obfs-local --fast-open");
+	assert_string_equal(cfg.servers[0].plugin_opts, "obfs=http");
 	assert_false(cfg.servers[0].plugin_from_url);
 	assert_string_equal(cfg.servers[1].plugin, "v2ray-plugin");
 	assert_string_equal(cfg.servers[1].plugin_opts, "tls");
 	assert_true(cfg.servers[1].plugin_from_url);
+}
+
+/* --plugin, --plugin-opts and --plugin-mode on the command line replace
+ * what every server entry says, a URL's plugin included, as the command
+ * line overrides the configuration; the plugin is then the user's own
+ * text (a path or a command line), no longer the URL's. A program named
+ * alone keeps the entry's options, which describe the server's end. */
+static void test_command_line_plugin_overrides_entries(void **state)
+{
+	(void)state;
+	static const char url[] = "ss://YWVzLTI1Ni1nY206cA@h:2/?plugin=v2ray-plugin%3Bpath%3D%2Fws";
+	char text[512];
+
+	expect_run(SS_PROG_LOCAL, "--server-url", url, "-l", "1", "--plugin",
+		   "/opt/bin/ss-v2ray-plugin -loglevel none", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "/opt/bin/ss-v2ray-plugin -loglevel none");
+	assert_string_equal(cfg.servers[0].plugin_opts, "path=/ws");
+	assert_false(cfg.servers[0].plugin_from_url);
+
+	expect_run(SS_PROG_TUNNEL, "--server-url", url, "-l", "1", "-L", "h:1", "--plugin-opts",
+		   "path=/other;tls", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "v2ray-plugin");
+	assert_string_equal(cfg.servers[0].plugin_opts, "path=/other;tls");
+	assert_true(cfg.servers[0].plugin_from_url);
+
+	expect_run(SS_PROG_LOCAL, "--server-url", url, "-l", "1", "--plugin", "obfs-local",
+		   "--plugin-opts", "obfs=http", "--plugin-mode", "tcp_and_udp", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "obfs-local");
+	assert_string_equal(cfg.servers[0].plugin_opts, "obfs=http");
+	assert_int_equal(cfg.servers[0].plugin_mode, SS_MODE_TCP_AND_UDP);
+	assert_false(cfg.servers[0].plugin_from_url);
+
+	/* An empty --plugin: no plugin, whatever the URL names. */
+	expect_run(SS_PROG_LOCAL, "--server-url", url, "-l", "1", "--plugin", "", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "");
+
+	/* A URL without a plugin gets the command line's. */
+	expect_run(SS_PROG_LOCAL, "--server-url", "ss://YWVzLTI1Ni1nY206cA@h:2", "-l", "1",
+		   "--plugin", "obfs-local", "--plugin-opts", "obfs=tls", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "obfs-local");
+	assert_string_equal(cfg.servers[0].plugin_opts, "obfs=tls");
+
+	/* The file's URLs and "servers" entries alike; the file's own top-level
+	 * "plugin" does not replace them. */
+	snprintf(text, sizeof(text),
+		 "{\"local_port\": 1, \"plugin\": \"file-plugin\", \"server_url\": \"%s\", "
+		 "\"servers\": [{\"server\": \"h3:3\", \"password\": \"p\", "
+		 "\"plugin\": \"obfs-local\", \"plugin_opts\": \"obfs=http\", "
+		 "\"plugin_mode\": \"tcp_and_udp\"}]}",
+		 url);
+	expect_run(SS_PROG_LOCAL, "-c", write_file("po1.json", text), NULL);
+	assert_string_equal(cfg.servers[0].plugin, "v2ray-plugin");
+	assert_string_equal(cfg.servers[1].plugin, "obfs-local");
+	expect_run(SS_PROG_LOCAL, "-c", write_file("po1.json", text), "--plugin", "my-plugin",
+		   "--plugin-mode", "tcp_only", NULL);
+	assert_string_equal(cfg.servers[0].plugin, "my-plugin");
+	assert_string_equal(cfg.servers[0].plugin_opts, "path=/ws");
+	assert_false(cfg.servers[0].plugin_from_url);
+	assert_string_equal(cfg.servers[1].plugin, "my-plugin");
+	assert_string_equal(cfg.servers[1].plugin_opts, "obfs=http");
+	assert_int_equal(cfg.servers[1].plugin_mode, SS_MODE_TCP_ONLY);
 }
 
 static void test_server_entry_errors(void **state)
@@ -1454,7 +1581,8 @@ static void test_server_entry_errors(void **state)
 	expect_error("--print-url is for ss-server", SS_PROG_LOCAL, "--print-url", NULL);
 
 	/* An entry without what it needs is named. */
-	expect_error("server 2 (\"servers\"[1], \"b\"): missing password (-k) or key (--key)",
+	expect_error("server 2 (\"servers\"[1], \"b\"): missing password (-k or \"password\") or "
+		     "key (--key or \"key\")",
 		     SS_PROG_LOCAL, "-c",
 		     write_file("np.json", "{\"local_port\": 1, \"servers\": ["
 					   "{\"server\": \"a:1\", \"password\": \"p\"},"
@@ -1521,6 +1649,7 @@ int main(void)
 	    cmocka_unit_test(test_servers_objects),
 	    cmocka_unit_test(test_server_urls),
 	    cmocka_unit_test(test_server_url_plugins),
+	    cmocka_unit_test(test_command_line_plugin_overrides_entries),
 	    cmocka_unit_test(test_server_plugins),
 	    cmocka_unit_test(test_server_entry_errors),
 	};

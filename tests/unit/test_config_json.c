@@ -123,6 +123,69 @@ static void test_unknown_keys_warn(void **state)
 	assert_string_equal(cfg.warnings[SS_CONFIG_WARN_MAX - 1], "unknown key \"a8\", ignored");
 }
 
+/* Parses json for prog and checks it as a whole: the error must be want. */
+static void expect_finish_error(ss_prog_t prog, const char *json, const char *want)
+{
+	ss_config_clear(&cfg);
+	ss_config_init(&cfg, prog);
+	assert_int_equal(ss_config_parse_json(&cfg, json, err, sizeof(err)), 0);
+	assert_int_equal(ss_cfg_finish(&cfg, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, want);
+}
+
+/* A slip in a key the program needs: the message that it is missing names
+ * the slip, as the warning does for any other key. */
+static void test_slip_for_a_missing_key(void **state)
+{
+	(void)state;
+	expect_finish_error(SS_PROG_SERVER, "{\"sever_port\": 8388, \"password\": \"x\"}",
+			    "missing server port (-p or \"server_port\"): the JSON text has "
+			    "\"sever_port\", did you mean \"server_port\"?");
+	expect_finish_error(SS_PROG_LOCAL,
+			    "{\"server\": \"h\", \"server_port\": 1, \"local_port\": 2, "
+			    "\"pasword\": \"x\"}",
+			    "missing password (-k or \"password\") or key (--key or \"key\"): the "
+			    "JSON text has \"pasword\", did you mean \"password\"?");
+	expect_finish_error(SS_PROG_LOCAL,
+			    "{\"sever\": \"h\", \"server_port\": 1, \"local_port\": 2, "
+			    "\"password\": \"x\"}",
+			    "missing server address (-s or \"server\"): the JSON text has "
+			    "\"sever\", did you mean \"server\"?");
+	expect_finish_error(SS_PROG_TUNNEL,
+			    "{\"server\": \"h\", \"server_port\": 1, \"local_port\": 2, "
+			    "\"password\": \"x\", \"tunel_address\": \"a:1\"}",
+			    "missing tunnel address (-L host:port or \"tunnel_address\"): the JSON "
+			    "text has \"tunel_address\", did you mean \"tunnel_address\"?");
+	/* The file named, as the program reads it. */
+	ss_config_clear(&cfg);
+	ss_config_init(&cfg, SS_PROG_LOCAL);
+	strcpy(cfg.config_file, "/etc/x.json");
+	assert_int_equal(ss_config_parse_json(&cfg,
+					      "{\"server\": \"h\", \"server_port\": 1, "
+					      "\"password\": \"x\", \"locl_port\": 2}",
+					      err, sizeof(err)),
+			 0);
+	assert_int_equal(ss_cfg_finish(&cfg, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "missing local port (-l or \"local_port\"): the config file has "
+				 "\"locl_port\", did you mean \"local_port\"?");
+	/* A slip for another key than the one missing says nothing here. */
+	expect_finish_error(SS_PROG_SERVER, "{\"methd\": \"none\", \"password\": \"x\"}",
+			    "missing server port (-p or \"server_port\")");
+	/* Nor is one kept for a key the file sets as well. */
+	assert_int_equal(parse("{\"sever_port\": 1, \"server_port\": 2, \"methd\": 3}"), 0);
+	assert_int_equal(cfg.n_typos, 1);
+	assert_string_equal(cfg.typos[0].key, "methd");
+	assert_string_equal(cfg.typos[0].known, "method");
+	/* A "servers" entry without its address. */
+	expect_error("{\"servers\": [{\"sever\": \"192.0.2.1\"}]}",
+		     "\"servers\"[0]: missing \"server\" (the server's address): it has "
+		     "\"sever\", did you mean \"server\"?");
+	expect_error("{\"servers\": [{\"adress\": \"192.0.2.1\"}]}", "did you mean \"address\"?");
+	expect_error("{\"servers\": [{\"port\": 1}]}",
+		     "\"servers\"[0]: missing \"server\" (the server's address)");
+	assert_null(strstr(err, "did you mean"));
+}
+
 static void test_closest(void **state)
 {
 	static const char *const known[] = {"server", "server_port", "local_port", "mode", "mtu"};
@@ -147,9 +210,8 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_libev_leniency),
-	    cmocka_unit_test(test_refused_with_a_fix),
-	    cmocka_unit_test(test_unknown_keys_warn),
+	    cmocka_unit_test(test_libev_leniency),    cmocka_unit_test(test_refused_with_a_fix),
+	    cmocka_unit_test(test_unknown_keys_warn), cmocka_unit_test(test_slip_for_a_missing_key),
 	    cmocka_unit_test(test_closest),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
