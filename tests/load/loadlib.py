@@ -102,11 +102,14 @@ def start_pair(ss, method, timeout=None, many=False, server_kw=None, local_kw=No
     return server, local
 
 
-def start_limited(ss, echo, method, nofile, held=0, t=20, server_extra=(), local_extra=()):
+def start_limited(ss, echo, method, nofile, held=0, t=60, server_extra=(), local_extra=()):
     """ss-server under `ulimit -n nofile`, inheriting `held` more open
     descriptors (as if something else held them), and ss-local, with -t t;
     the relays' fresh connection goes to echo. (server, local, relays), at
-    rest."""
+    rest. The timeout is the relays' default: a connection that waits its
+    turn in a full server's backlog (its first flight sent, nothing back)
+    is idle for ss-local the whole time, which on a busy machine ran past
+    the 20 s these tests once gave it; the tests' own waits are longer."""
     holds = [os.open(os.devnull, os.O_RDONLY) for _ in range(held)]
     try:
         server = ss.server(method=method, timeout=t, preexec=limit_nofile(nofile),
