@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Front door: `make run` and `make test` build and test with what is
 # installed; they install nothing. `sh scripts/deps.sh` (or `make deps`)
 # installs what they need on Debian/Ubuntu.

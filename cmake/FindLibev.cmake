@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # libev ships no pkg-config file on Debian.
 find_path(LIBEV_INCLUDE_DIR ev.h PATH_SUFFIXES libev)
 find_library(LIBEV_LIBRARY NAMES ev)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Mbed TLS's libmbedcrypto, 2.28 or 3.x (2.28 ships no pkg-config file on
 # Debian). Found in the standard places, or under a prefix given with
 # -DCMAKE_PREFIX_PATH=DIR: DIR/include and DIR/lib, or DIR/library as a

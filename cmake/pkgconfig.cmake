@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shadowsocks-c.pc, for programs that embed the library. What the static
 # library needs: the libraries with a .pc file of their own by name, the
 # others (libev, mbedtls 2.28 ship none on Debian) as flags. The file is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An ss-local inside another program: SOCKS5 on 127.0.0.1:1080 by default.
  *   cc embed-local.c $(pkg-config --cflags --libs shadowsocks-c) -lev
  *   ./a.out '{"server": "203.0.113.1", "server_port": 8388, "password": "secret",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SHADOWSOCKS_H
 #define SHADOWSOCKS_H
 

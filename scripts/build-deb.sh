@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Builds the Debian packages from a copy of the source tree, so that neither
 # the build output nor ../*.deb lands in or beside the checkout.
 # Usage: scripts/build-deb.sh OUTDIR   (the .deb files end up in OUTDIR)

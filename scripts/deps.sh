@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs what building, running and testing need, on Debian (12, 13) or
 # Ubuntu (22.04, 24.04). Only packages that are missing are installed; root
 # or sudo is required then. Nothing else calls it: `make` and `make test`

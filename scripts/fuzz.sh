@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The long fuzz campaign: every libFuzzer target of a fuzz build, for SECONDS
 # or RUNS inputs each, whichever ends first, over a corpus under DIR that
 # starts as a copy of its seeds and is kept between campaigns. Findings

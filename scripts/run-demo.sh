@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Starts ss-server and ss-local on loopback with a fresh key and shows how to
 # use them. Ctrl-C stops both.
 set -e

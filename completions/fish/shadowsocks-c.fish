@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fish completion for ss-local, ss-server, ss-tunnel and ss-redir (shadowsocks-c),
 # installed as ss-local.fish, ss-server.fish, ss-tunnel.fish and ss-redir.fish.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Portable BLAKE3, written from the specification ("BLAKE3: one function,
  * fast everywhere"): one compression at a time, no SIMD, no allocation. */
 #include "blake3.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_DEPS_BLAKE3_H
 #define SS_DEPS_BLAKE3_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The ss_blake3 API over the system's libblake3 (built when pkg-config finds
  * it; see blake3.h). Each call maps onto one of the library's. */
 #include "blake3.h"

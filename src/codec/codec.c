@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "codec/codec.h"
 
 #include <errno.h>

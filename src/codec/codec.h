@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_CODEC_CODEC_H
 #define SS_CODEC_CODEC_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shadowsocks 2022 (SIP022, SIP023 identity headers) as a codec, over
  * crypto/aead2022.c. TCP: a client's request header carries the target and
  * the first slot; the response to it names the request's salt (bind). UDP:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SIP004 AEAD as a codec: crypto/aead.c's stream in each direction, the
  * request's target in front of the first plaintext, a random salt and a
  * fresh subkey per datagram. Nothing binds one direction to the other. */

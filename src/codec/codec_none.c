@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Method none as a codec: the request's target in front of the first bytes,
  * then the bytes as they are, both ways; datagrams are the address, then the
  * payload. An identity codec: the relay copies (and splices) the stream and

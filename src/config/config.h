@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_CONFIG_CONFIG_H
 #define SS_CONFIG_CONFIG_H
 

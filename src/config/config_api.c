@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The library's way to a configuration (include/shadowsocks.h): the same
  * parsers the programs use, behind an opaque handle. */
 

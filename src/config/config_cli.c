@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The command line of shadowsocks-libev 3.3.5 (ss-local, ss-server,
  * ss-tunnel, ss-redir), as its getopt strings and long options define it.
  * All four programs accept the union of libev's flags except -L, which only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_CONFIG_INTERNAL_H
 #define SS_CONFIG_INTERNAL_H
 

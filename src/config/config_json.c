@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The JSON configuration file, with the keys of shadowsocks-libev 3.3.5.
  * A null value counts as absent. An unknown key is skipped with a warning
  * naming the closest known one (libev skips it silently); the keys libev

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The JSON file's text before and after cJSON reads it: the leniency of
  * shadowsocks-libev 3.3.5's parser, messages that say where and how to fix
  * what is still refused, and the closest known key for an unknown one.

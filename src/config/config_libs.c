@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --version: what the build took (the line configure printed), the
  * libraries the programs were built against, and those that run now where
  * the library can say (a newer shared library than the headers is common

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Server entries: -s, --server-url and the file's "server", "servers" and
  * "server_url" into ss_config_server_t, then each client entry's method, key
  * and plugin, its own or the top-level ones. */

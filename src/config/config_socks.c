@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ss-local's SOCKS5 users: --socks-user/--socks-pass and --socks-users FILE
  * (and their JSON keys) made into the list the handshake checks. */
 

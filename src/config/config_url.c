@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ss-server --print-url: the ss:// URLs (SIP002) a client needs to use this
  * server's configuration. */
 

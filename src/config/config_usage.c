@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* -h text: the flags each program accepts, laid out as shadowsocks-libev
  * lays out its own, so users find them where they expect. */
 

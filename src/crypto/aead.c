@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "crypto/aead.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_CRYPTO_AEAD_H
 #define SS_CRYPTO_AEAD_H
 

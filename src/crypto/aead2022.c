@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shadowsocks 2022: keys, users and the TCP stream codec. The UDP packet
  * codec is in aead2022_udp.c. */
 #include "crypto/aead2022.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shadowsocks 2022 UDP packets (SIP022 3.2 and 4.1, SIP023 UDP). */
 #include "crypto/aead2022.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "crypto/cpu.h"
 
 #include <stdatomic.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "crypto/primitives.h"
 
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AES-GCM with VAES and VPCLMULQDQ on 512-bit registers.
  *
  * Counter mode: four counter blocks to a register, every round key

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_CRYPTO_GCM_VAES_H
 #define SS_CRYPTO_GCM_VAES_H
 

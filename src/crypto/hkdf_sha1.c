@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "crypto/hkdf_sha1.h"
 
 #include <errno.h>

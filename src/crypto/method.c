@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "crypto/method.h"
 
 #include <errno.h>

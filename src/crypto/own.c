@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Our own code for a primitive, routed once, above the library backends: a
  * table per library (ss_crypto_openssl_own, ss_crypto_sodium_own) of the
  * same shape as the library's, whose setkey decides per key what serves it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fast backend: libcrypto EVP for AES-GCM, ChaCha20-Poly1305 and the AES
  * block cipher. XChaCha20-Poly1305 is not in OpenSSL and comes from
  * libsodium. */

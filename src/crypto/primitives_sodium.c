@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The reference backend: libsodium for ChaCha20-Poly1305, XChaCha20-Poly1305
  * and, on CPUs with AES-NI, AES-256-GCM; mbedtls for every other AES-GCM and
  * for the AES block cipher. The portable variant takes AES-GCM from mbedtls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Random bytes for salts, nonces and hash keys. */
 #include "crypto/primitives.h"
 

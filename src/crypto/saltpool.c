@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "crypto/saltpool.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "crypto/window.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_CRYPTO_WINDOW_H
 #define SS_CRYPTO_WINDOW_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "net/child.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "net/hosts.h"
 
 #include <arpa/inet.h>

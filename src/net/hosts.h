@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_NET_HOSTS_H
 #define SS_NET_HOSTS_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "net/plugin.h"
 
 #include <errno.h>

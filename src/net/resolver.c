@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "net/resolver.h"
 #include "proto/addr.h"
 

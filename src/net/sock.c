@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "net/sock.h"
 #include "net/transparent.h"
 

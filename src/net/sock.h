@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_NET_SOCK_H
 #define SS_NET_SOCK_H
 

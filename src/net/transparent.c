@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "net/transparent.h"
 
 #include <errno.h>

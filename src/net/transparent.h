@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_NET_TRANSPARENT_H
 #define SS_NET_TRANSPARENT_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_PROTO_ACL_INTERNAL_H
 #define SS_PROTO_ACL_INTERNAL_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "proto/acl_internal.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "proto/addr.h"
 
 #include <arpa/inet.h>

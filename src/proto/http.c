@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "proto/http.h"
 
 #include <sodium.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "proto/socks4.h"
 
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_PROTO_SOCKS4_H
 #define SS_PROTO_SOCKS4_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "proto/socks5.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "proto/socks5_auth.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "proto/url.h"
 
 #include <arpa/inet.h>

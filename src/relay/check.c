@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* --check: everything start-up would find wrong, without starting. */
 
 #include "relay/check.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "relay/health.h"
 
 #include <string.h>

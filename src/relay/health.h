@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_RELAY_HEALTH_H
 #define SS_RELAY_HEALTH_H
 

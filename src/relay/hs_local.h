@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_RELAY_HS_LOCAL_H
 #define SS_RELAY_HS_LOCAL_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_RELAY_INSTANCE_H
 #define SS_RELAY_INSTANCE_H
 

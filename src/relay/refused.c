@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "relay/refused.h"
 
 #include <math.h>

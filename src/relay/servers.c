@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "relay/servers.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "relay/udp_from.h"
 
 #include <errno.h>

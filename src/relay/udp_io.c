@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "relay/udp_io.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "relay/udp_table.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_RELAY_UDP_TABLE_H
 #define SS_RELAY_UDP_TABLE_H
 

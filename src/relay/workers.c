@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "relay/workers.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_RELAY_WORKERS_H
 #define SS_RELAY_WORKERS_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "util/arena.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "util/notify.h"
 
 #include <errno.h>

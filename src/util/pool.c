@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "util/pool.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "util/proc.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_UTIL_QR_H
 #define SS_UTIL_QR_H
 

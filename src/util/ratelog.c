@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "util/ratelog.h"
 
 #include <arpa/inet.h>

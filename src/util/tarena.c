@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "util/tarena.h"
 
 #include <stdlib.h>

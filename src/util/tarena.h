@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_UTIL_TARENA_H
 #define SS_UTIL_TARENA_H
 

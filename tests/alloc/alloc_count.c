@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An allocation counter to preload (LD_PRELOAD) into a program under test.
  *
  * It forwards malloc, calloc, realloc, free and the aligned allocators to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Fixtures for the allocation suite: the integration suite's helpers."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Zero heap allocations in steady state, in all three programs.
 
 Each program runs with tests/alloc/alloc_count.c preloaded, which counts

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Zero heap allocations in ss-redir's steady state, in the network
 namespaces of tests/integration/ssnetns.py: connections redirected by
 nftables (REDIRECT, and TPROXY with -T), connections that were not

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Relay benchmark: our ss-tunnel/ss-server against shadowsocks-libev's, on loopback.
 
 For each method and each implementation this starts, per run,

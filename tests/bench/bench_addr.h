@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared by the bench tools (ssload, ssfloor), each a single file compiled on its own. */
 #ifndef SS_BENCH_ADDR_H
 #define SS_BENCH_ADDR_H

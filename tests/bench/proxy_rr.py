@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Short connections through ss-local's port: SOCKS5 against HTTP CONNECT.
 
     client (this script) <--> ss-local <--> ss-server <--> ssload sink --echo

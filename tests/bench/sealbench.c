@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sealbench: how fast the relay's SIP004 codec seals and opens on this
  * machine, in the relay's own layout (sixteen chunks of the relay's payload
  * size sealed in place per buffer), with the bytes fresh from a copy out of

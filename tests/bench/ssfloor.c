@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ssfloor: the least a relay pair can spend on loopback, as a yardstick for bench.py.
  *

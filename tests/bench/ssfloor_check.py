@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Checks ssfloor as a relay pair on 127.0.0.1: every byte of one-way transfers (whose last bytes
 come with the FIN), of short request/answer connections, and of a client that half-closes right
 after its request, arrives, and each end is passed on.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ssload: TCP and UDP load generator and target for benchmarking Shadowsocks relays.
  *

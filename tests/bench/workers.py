@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Workers benchmark: N parallel bulk connections through ss-server with --workers 2, against
 --workers 1 and shadowsocks-libev's ss-server, on loopback, in one run:
 

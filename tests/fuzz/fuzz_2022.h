@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_TESTS_FUZZ_2022_H
 #define SS_TESTS_FUZZ_2022_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: ACL files through ss_acl_parse, then a few queries on
  * whatever parsed. The last line of the input, when it starts with '@', is
  * not parsed but used as the host to ask about. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the Shadowsocks address header (ss_addr_parse), raw.
  * The whole input is one header as it arrives on the wire; every prefix is
  * parsed too, as a server sees the header grow read by read. A header that

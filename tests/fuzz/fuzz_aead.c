@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the SIP004 decoders on raw wire bytes, with a fixed key
  * per method (fz_key(0)), so that the seeds, sealed with it, authenticate
  * and mutations of them reach every later unit.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the SIP022 TCP decoders on raw wire bytes, with fixed
  * keys so that the seeds (sealed with them, timestamps at FZ_NOW) pass
  * authentication and their mutations reach the header checks and chunks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the SIP022 TCP decoders, structure-aware. The input
  * chooses a request (to ss_2022_dec_start_server, single-user or with
  * users) or a response (to ss_2022_dec_start_client) and everything in it:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: SIP022 UDP packets opened on raw bytes
  * (ss_2022_udp_open), with fixed keys so that the seeds, sealed with them
  * (timestamps at FZ_NOW), open and their mutations reach the main header.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: SIP022 UDP packets, structure-aware. The input chooses
  * the direction (client to a server, single-user or with users; server to
  * a client, whose key list has identity PSKs or not), the session and

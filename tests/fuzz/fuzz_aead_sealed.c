@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the SIP004 decoders, structure-aware. The input chooses
  * a plaintext and its framing, which our encoder seals with the right key,
  * so that the decoder's work past authentication runs on every input:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the JSON configuration (ss_config_parse_json), raw.
  * The first byte picks the program (ss-local, ss-server, ss-tunnel, ss-redir,
  * by its value modulo 4); the rest is the file's text. Whatever it holds, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the command line (ss_config_parse), raw, for each
  * program. Input: [program][arguments][\0\0][JSON]. The program is picked
  * by the first byte (modulo 4); the arguments are separated by single NUL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: our AES-GCM with VAES (src/crypto/gcm_vaes.c) against
  * the libraries, byte for byte: OpenSSL's EVP AES-GCM and mbedtls's GCM.
  * The input picks the key (16 or 32 bytes; sometimes a length ours must

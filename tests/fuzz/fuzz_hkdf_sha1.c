@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: our HKDF-SHA1 (src/crypto/hkdf_sha1.c, on mbedtls's
  * SHA-1) against mbedtls's HKDF and OpenSSL's, byte for byte. The input
  * picks salt (absent, empty or up to 100 bytes: longer than a SHA-1 block

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the hosts-file parser (ss_hosts_parse), raw. The first
  * byte caps the entries (1-256, or none); the rest is the file's text.
  * Every entry must hold a usable address and a name of 1-255 bytes without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the HTTP proxy parsers, raw; the first byte picks
  * which. Every prefix is parsed too, as the handshake and the body reader
  * see their input grow: a prefix that completes completes as the whole

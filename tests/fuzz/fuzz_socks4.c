@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the SOCKS4/4a request parser, raw. Every prefix is
  * parsed too, as the handshake sees the request grow: a prefix that
  * completes completes as the whole does, and a refusal stays a refusal. A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the SOCKS5 parsers, raw. The first byte picks the
  * message (by its value modulo 3): the greeting, the request, or the UDP
  * request header; the rest of the input is the message. Every prefix of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: SOCKS5 username/password (RFC 1929). The first byte
  * picks (by parity) the login message or the users file; the rest is the
  * message or the file's text. A login is parsed at every prefix, as the

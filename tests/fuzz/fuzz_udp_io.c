@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the kernel's control data and the batch arithmetic of
  * UDP in batches (relay/udp_io.h), raw. The input is control data as
  * recvmsg fills it (ss_udp_cmsg_gro must stay inside it and give a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target: SIP002 ss:// URLs (ss_url_parse), raw. The input is the
  * URL's text. One that parses formats back to a URL that parses to the same
  * fields, and its plugin, if any, is a plain program name with options free

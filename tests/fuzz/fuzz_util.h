@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_TESTS_FUZZ_UTIL_H
 #define SS_TESTS_FUZZ_UTIL_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Writes the seed corpora of the fuzz targets: mkseeds DIR writes
  * DIR/fuzz_<target>/<seed> for every target, small valid messages (and a
  * few near misses) in each target's input layout. The raw crypto targets'

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # One short fuzz run, for ctest: TARGET over a scratch copy of its seed
 # corpus (so the tree is never written) for SECONDS, with its dictionary
 # when it has one. libFuzzer exits non-zero on a crash, a leak, a timeout,

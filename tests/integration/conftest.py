@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Fixtures for the integration suite: see ssfixtures.py and sslib.py."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A Shadowsocks 2022 peer for the tests, independent of src/crypto: it seals
 with tests/tools/ss2022_ref.py (python3-cryptography and b3sum, written from
 SIP022/SIP023) and opens with the same primitives. It lets the tests speak to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pytest fixtures shared by the integration and interop suites (imported by
 their conftest.py files)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Helpers shared by the integration and interop suites.
 
 Everything here talks to 127.0.0.1 / ::1 only. Standard library only.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Helpers for the tests of clients with several servers (test_servers.py,
 test_server_plugins.py, tests/interop) and of ss-server --print-url
 (test_print_url.py).

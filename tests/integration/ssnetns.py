@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Network namespaces for the transparent-proxy tests (test_redir.py and
 the allocation suite):
 

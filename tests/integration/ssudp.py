@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """UDP helpers for the integration and interop suites (standard library only,
 loopback only).
 

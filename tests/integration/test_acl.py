@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ACL files (--acl) in the programs: ss-local and ss-tunnel bypass or
 proxy per connection (by name first, by address when only an address rule
 can decide), ss-server refuses clients by address and targets in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ss_blake3 against Debian's b3sum (the BLAKE3 team's own implementation):
 ss_b3 (tests/tools/ss_b3.c) takes b3sum's options, so both run on the same
 files with the same arguments and must print the same lines."""

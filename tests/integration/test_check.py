@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """--check, and the JSON file as shadowsocks-libev reads it: what it lets
 pass, what it refuses (with line and column here), unknown keys."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Command line and JSON configuration: refused methods, config files,
 precedence, validation messages, --key, signals."""
 

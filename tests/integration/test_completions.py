@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """-h, the man pages and the bash, zsh and fish completions name the same
 options, per program, in both directions (tests/unit/test_config_usage.c
 holds -h to the parser's own table); the completions offer every method

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Peers that do not follow the protocol: wrong keys, random bytes, truncated
 and replayed streams, resets. ss-server reacts the same way to all of them
 (reads and discards until the peer closes or the timeout passes, then closes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ss-local's port answers HTTP proxy requests too: CONNECT tunnels and
 forwarded requests (GET, HEAD, POST with Content-Length, chunked and
 Expect: 100-continue bodies) with real clients (curl, wget, urllib) and raw

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Running out of connection slots or descriptors: UDP associations never
 take TCP's share, and a shortage is logged when it starts and when it ends,
 not on every connection it holds back."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Where log lines go: stderr with a time stamp; syslog after -f detaches
 (as shadowsocks-libev does) or with "use_syslog"; systemd's journal, with
 sd-daemon priority prefixes, when JOURNAL_STREAM names stderr.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """No pacing on loopback: with a pacing congestion control (bbr) as the
 system's, the relays switch the TCP sockets whose peer is on the same host
 (the local application, a local target, a plugin) to one that does not pace,

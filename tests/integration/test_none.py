@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Method none (alias plain): the address header, then the application's
 bytes unchanged, over TCP and UDP, through ss-local, ss-tunnel and
 ss-server; no key needed, a password draws a warning."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """SIP003 and SIP003u plugins, with xorplugin.py (a plugin of our own that
 XORs every byte, so that traffic that goes around it fails): the traffic,
 what the plugin is started with, process care (its group, its output in our

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ss-server --print-url: the URLs a client needs, and their QR codes."""
 
 import json

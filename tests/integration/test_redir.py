@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ss-redir, the transparent proxy, in network namespaces the test creates:
 
     cli  c0 10.99.1.2 fd99:1::2 --- r0 10.99.1.1 fd99:1::1  rtr  r1 10.99.2.1 fd99:2::1

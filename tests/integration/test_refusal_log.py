@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Refused peers are logged at the default level, rate-limited per source
 address: ss-server's clients that fail to authenticate, replay or send
 datagrams that do not open; a client's server whose answer fails to

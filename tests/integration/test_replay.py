@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Replay protection that peers without the key cannot flush.
 
 ss-server remembers the salts of the last "replay_capacity" connections

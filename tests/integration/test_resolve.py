@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Names resolved by ss-server: the hosts file is followed while it runs."""
 
 import time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Type=notify readiness (sd_notify(3)'s datagram protocol): READY=1 once
 the listeners accept and the plugins are up, with MAINPID and STATUS;
 STOPPING=1 on SIGTERM; NOTIFY_SOCKET is not passed on to plugins."""

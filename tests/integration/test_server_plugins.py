@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Clients with several servers, each with a SIP003 plugin of its own or
 none (xorplugin.py, whose key must match on both sides): which plugin each
 server gets, that a server reached through its plugin is never looked up,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Clients with several servers: picking, failover, health learned from real
 traffic, names that move, mixed methods, ss:// URLs (helpers in
 ssmulti.py)."""

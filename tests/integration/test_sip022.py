@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shadowsocks 2022 (SIP022, SIP023 identity headers) end to end: our
 ss-local / ss-tunnel with our ss-server for every 2022 method, and each of
 our programs against ss2022peer, an independent encoder/decoder on

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ss-local's port answers SOCKS4 and SOCKS4a too: real clients (curl)
 fetch from a loopback HTTP server through ss-local and ss-server, and raw
 requests check the replies to what is refused or malformed."""

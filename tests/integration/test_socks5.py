@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ss-local's SOCKS5 side: replies to what it does not support, failures it
 can report, and clients that split or pipeline their messages."""
 

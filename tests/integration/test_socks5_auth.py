@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ss-local's SOCKS5 username/password login (RFC 1929): with users
 configured, a client must log in before any request, UDP ASSOCIATE
 included; a failed login is refused and logged once, without the password."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """-t: idle connections are closed, busy ones (either direction) are not."""
 
 import os

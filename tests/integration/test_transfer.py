@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Bytes through ss-local (SOCKS5) or ss-tunnel and ss-server, compared byte
 for byte: sizes, methods, parallel connections, half-close, address types."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The UDP relay end to end: ss-local (SOCKS5 UDP ASSOCIATE) and ss-tunnel -u
 with ss-server -u, against a UDP echo server on loopback.
 

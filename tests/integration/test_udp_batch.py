@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """UDP in batches: bursts of datagrams through ss-tunnel (and ss-local's
 SOCKS5 UDP) and ss-server, read with recvmmsg, sent with sendmmsg and UDP
 GSO, received with GRO, and the fallbacks SS_NO_UDP_GSO=1 and

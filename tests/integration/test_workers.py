@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """--workers N: ss-server runs N loops, each on a thread of its own with its
 own SO_REUSEPORT listeners, and the kernel spreads connections and UDP
 flows over them. At -v each line a worker writes starts with its id

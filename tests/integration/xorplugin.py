@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """A SIP003/SIP003u plugin for the tests: forwards TCP and UDP between
 SS_LOCAL_HOST:SS_LOCAL_PORT and SS_REMOTE_HOST:SS_REMOTE_PORT, XORing every
 byte with a key on the way, so that a path that goes around it fails.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Fixtures for the interop suite: the integration suite's helpers
 (tests/integration/sslib.py, ssfixtures.py) with real peers."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Our programs against shadowsocks-libev 3.3.5 (/usr/bin/ss-*), both ways
 round, for every AEAD method: ~1 MiB echoed plus a small exchange, compared
 byte for byte."""

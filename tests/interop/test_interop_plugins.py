@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """SIP003 plugins from Debian's packages between our programs and
 shadowsocks-libev's: simple-obfs (obfs-local/obfs-server, http and tls) and
 v2ray-plugin (ss-v2ray-plugin, websocket). Every pair both ways: ours

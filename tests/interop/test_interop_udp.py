@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The UDP relay against real peers, both ways round, for aes-128-gcm,
 aes-256-gcm and chacha20-ietf-poly1305:
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # check_exports.sh LIB HEADER: the shared library exports exactly the
 # functions HEADER declares with SS_API, no more (an internal symbol that
 # leaked) and no fewer (a declared function that is not there).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The library as a user gets it: `cmake --install` into a scratch prefix,
 examples/embed-local.c built there with pkg-config alone, against the shared
 and against the static library, each run as an ss-local in front of the

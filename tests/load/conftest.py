@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Fixtures for the load suite: the integration suite's helpers
 (tests/integration/sslib.py, ssfixtures.py) and loadlib.py."""
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Many SOCKS5 connections from one process, for the load suite.
 
   loadclient.py --proxy HOST:PORT --target HOST:PORT --conns N

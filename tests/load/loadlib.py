@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Helpers of the load suite: sizes (normal and soak), open-file limits, the
 relay pair, the load tools, and the health check every fault ends with.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Many connections at once through ss-local and ss-server: every one echoes
 its own bytes (twice: once opening, once with all of them open), memory
 grows by a few KiB per connection and process, and every descriptor is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Faults on the path client -> ss-local -> ss-server -> target, each followed
 by the same health check (loadlib.Relays.check): both relays alive, their
 descriptors back to what they held at rest, no CPU used over an idle window,

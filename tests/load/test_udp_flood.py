@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A UDP flood at ss-server: valid datagrams from SOURCES source ports (each
 a SOCKS5 UDP association of its own through ss-local, so each reaches
 ss-server from its own port) to a loopback UDP echo. ss-server's

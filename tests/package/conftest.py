@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Fixtures for the Debian package tests: the packages built once per run
 (scripts/build-deb.sh into a temporary directory) and unpacked with dpkg -x
 into a scratch root. Nothing is installed on the machine itself, so the

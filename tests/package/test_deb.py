@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Debian packages: lintian, what each one holds, the installed programs
 relaying end to end, and the systemd units as installed."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The maintainer scripts, run by dpkg itself on a scratch root: dpkg --root
 with a database of its own, and the scripts run outside a chroot with
 DPKG_ROOT set, as dpkg does for --force-script-chrootless. Dependencies are

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """MemoryDenyWriteExecute=yes in the units forbids mappings both writable and
 executable, and making memory executable later. The installed ss-server and
 the SIP003 plugins it starts (/bin/sh -c "exec PLUGIN": simple-obfs in C,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Fixtures for the system suite: one systemd container per module, with the
 unit files and programs under test installed in it (see README.md)."""
 

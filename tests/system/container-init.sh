@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Becomes PID 1 of a throwaway container: run by `unshare --pid --fork
 # --mount --net --uts --ipc --cgroup` (container.py), it builds a root out of
 # the host's own / under a tmpfs overlay, then execs systemd. Everything

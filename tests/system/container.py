@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A throwaway systemd container made of the host's own root, for the unit tests.
 
 PID 1 of the host need not be systemd: systemd 252 is booted as PID 1 of new

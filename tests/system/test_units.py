@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The units of debian/ run for real: under systemd (booted in a container by
 conftest.py), with their hardening, a configuration file kept 0600 root, and
 traffic through an ss-local / ss-server pair, with and without simple-obfs."""

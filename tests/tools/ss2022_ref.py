@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Independent Shadowsocks 2022 encoder, written from SIP022 and SIP023, for
 the known-answer vectors in tests/unit/aead2022_vectors.h.
 

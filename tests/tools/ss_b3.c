@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ss_b3: ss_blake3 behind the command line of b3sum (--keyed, --derive-key,
  * --length, output as with --no-names), so that tests can compare the two. */
 #include <errno.h>

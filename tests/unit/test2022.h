@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef SS_TESTS_TEST2022_H
 #define SS_TESTS_TEST2022_H
 

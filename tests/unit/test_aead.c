@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SIP004 stream codec and UDP packet form. */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shadowsocks 2022 TCP streams: keys, round trips, identity headers (SIP023)
  * and every rejection rule of SIP022, one test each. UDP packets are in
  * test_aead2022_udp.c. */

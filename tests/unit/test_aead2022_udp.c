@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shadowsocks 2022 UDP packets: both constructions, identity headers (SIP023),
  * the window around them, and every rejection rule. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* net/child.c and the start-up checks of net/plugin.c: a child process on
  * libev's default loop (ev_child) and on a loop of its own (pidfd), its
  * output line by line, its exit, its process group, what it inherits. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The three codecs, driven through codec/codec.h alone, as the relay drives
  * them: a client's request sealed into slots and opened by a server across
  * every way the wire can be cut into reads (one byte at a time too), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The library's entry points (include/shadowsocks.h): a configuration built
  * through the opaque handle, and an instance's life on a loop of its own.
  * config/config.h is included only to look at what the calls set. */

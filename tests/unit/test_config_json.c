@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The JSON file as shadowsocks-libev 3.3.5 reads it: what it lets pass
  * beyond JSON, where and how what it refuses is reported, and unknown
  * keys. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ss-local's SOCKS5 users in the configuration: the flags, the JSON keys,
  * the users file, which wins, and that the password text does not stay. */
 #include <stdarg.h>

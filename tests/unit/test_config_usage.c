@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* -h names exactly the options the parser takes, program by program: the
  * parser's table is the one the man pages and completions are checked
  * against through -h (tests/integration/test_cli.py). */

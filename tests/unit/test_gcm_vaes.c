@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The VAES AES-GCM against the libraries' AES-GCM (every library backend
  * table: OpenSSL, mbedtls, libsodium), which give the expected output: every
  * length up to 256, the relay's chunk sizes around 16 and 64 KiB and one

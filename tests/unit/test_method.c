@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Method table, removed-cipher messages, password and base64 keys. */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Our own code's tables (crypto/own.c) against the library beneath each:
  * what serves which key, the edge lengths of every algorithm through the
  * routing, and random inputs (keys, lengths, nonces, buffer placement,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Known-answer and differential tests for every crypto backend table. */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The random-bytes cache across threads: every thread draws from a page of
  * its own, so threads running at once are never handed the same bytes (or
  * bytes another thread has already wiped), and a thread's page goes with

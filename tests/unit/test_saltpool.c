@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The 2022 salt pool: exact membership for ttl seconds, fixed capacity. */
 #include <errno.h>
 #include <pthread.h>

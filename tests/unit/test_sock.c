@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* TCP socket set-up: loopback detection, connects that finish inside the
  * call, and refusals reported at once. Everything runs over loopback. */
 #include <setjmp.h>

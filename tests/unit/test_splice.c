@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* splice(2) forwarding of one relay direction, over real loopback TCP
  * connections: A <-> [ra relay rb] <-> B, one ss_splice_t per direction,
  * driven the way the relay pump drives it (poll, move, copy when told).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Arenas per thread behind process-wide allocator hooks (util/tarena.h):
  * threads allocate from arenas of their own, blocks freed or grown on
  * another thread go back to their owner, and ended threads' arenas are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Instances on threads, as include/shadowsocks.h allows: two ss-server +
  * ss-local pairs, each program on a thread of its own with a loop of its
  * own, relay connections at the same time; every byte comes back. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The pure parts of UDP in batches (relay/udp_io.h): how many queued
  * datagrams go as one GSO send, how a GRO buffer splits into its
  * datagrams, and reading the GRO segment size from control data. */

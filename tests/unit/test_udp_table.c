@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The UDP association table: lookups by client address (IPv4 and its
  * IPv4-mapped IPv6 form are one client, ports tell clients apart), LRU order,
  * idle expiry at the edge, eviction of the oldest when full, reuse of

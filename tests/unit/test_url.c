@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SIP002 ss:// URLs: the specification's examples, IPv6, the older
  * whole-base64 form, round trips through ss_url_format, and refusals that
  * name the part that is wrong and never the password. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sliding window replay filter for 2022 UDP packet ids. */
 #include <stdarg.h>
 #include <stdbool.h>
