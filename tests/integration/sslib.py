@@ -300,25 +300,20 @@ class Program:
             return None
 
     def wait_listening(self, host, port, timeout=None):
-        """Polls connect() to host:port until it is accepted. Raises
+        """Waits until a socket listens on port in the program's network
+        namespace (its own, or its plugin's in front of it), read from
+        /proc/PID/net/tcp and tcp6: no probe connection is made, which the
+        program would accept and close at some later point, so that what it
+        holds once this returns is what it holds at rest. host is the
+        address the caller will use (kept for the messages). Raises
         ProgramFailed if the program exits or the time runs out."""
         timeout = T(10) if timeout is None else timeout
         deadline = time.monotonic() + timeout
-        fam = family_of(host)
         while True:
             if self.proc.poll() is not None:
                 raise ProgramFailed("%s exited before listening on %s:%d\n%s" % (
                     self.name, host, port, self.describe()))
-            s = socket.socket(fam, socket.SOCK_STREAM)
-            s.settimeout(0.5)
-            try:
-                s.connect((host, port))
-                ok = True
-            except OSError:
-                ok = False
-            finally:
-                s.close()
-            if ok and self.proc.poll() is None:
+            if port in listening_ports(self.proc.pid) and self.proc.poll() is None:
                 return
             if time.monotonic() > deadline:
                 raise ProgramFailed("%s not listening on %s:%d after %.1fs\n%s" % (
@@ -463,6 +458,23 @@ def status_kib(pid, key):
 
 def rss_kib(pid):
     return status_kib(pid, "VmRSS")
+
+
+def listening_ports(pid):
+    """The TCP ports some socket listens on in the network namespace of
+    process pid (LISTEN in /proc/PID/net/tcp, tcp6)."""
+    out = set()
+    for name in ("tcp", "tcp6"):
+        try:
+            with open("/proc/%d/net/%s" % (pid, name)) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if fields[3] == "0A":
+                        out.add(int(fields[1].rsplit(":", 1)[1], 16))
+        except OSError:
+            continue
+    return out
 
 
 def fd_count(pid):
