@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "net/sock.h"
 #include "net/transparent.h"
+#include "proto/addr.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -94,7 +95,7 @@ bool ss_sockaddr_is_loopback(const struct sockaddr *sa)
 	if (sa->sa_family == AF_INET6) {
 		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
 		return IN6_IS_ADDR_LOOPBACK(a) ||
-		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+		       (ss_ip6_is_v4mapped(a->s6_addr) && a->s6_addr[12] == 127);
 	}
 	return false;
 }

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proto/addr.h"
+
 #ifdef __linux__
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6/ip6_tables.h>
@@ -35,21 +37,6 @@ int ss_transparent_recv_dst(int fd, int family)
 	    setsockopt(fd, SOL_IPV6, IPV6_RECVORIGDSTADDR, &one, sizeof(one)) < 0)
 		return -errno;
 	return 0;
-}
-
-/* An IPv4-mapped IPv6 address as the IPv4 one; others as they are. */
-void ss_transparent_unmap(struct sockaddr_storage *ss, socklen_t *len)
-{
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-	struct sockaddr_in in = {.sin_family = AF_INET};
-
-	if (ss->ss_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
-		return;
-	in.sin_port = in6->sin6_port;
-	memcpy(&in.sin_addr, &in6->sin6_addr.s6_addr[12], 4);
-	memset(ss, 0, sizeof(*ss));
-	memcpy(ss, &in, sizeof(in));
-	*len = sizeof(in);
 }
 
 static uint16_t transparent_port(const struct sockaddr_storage *ss)
@@ -99,7 +86,7 @@ int ss_transparent_tcp_dst(int fd, bool tproxy, uint16_t listen_port, struct soc
 
 	if (getsockname(fd, (struct sockaddr *)&self, &self_len) < 0)
 		return -errno;
-	ss_transparent_unmap(&self, &self_len);
+	ss_sockaddr_unmap(&self, &self_len);
 	memset(out, 0, sizeof(*out));
 	if (tproxy) {
 		/* TPROXY leaves the destination alone: the socket has it. A
@@ -118,7 +105,7 @@ int ss_transparent_tcp_dst(int fd, bool tproxy, uint16_t listen_port, struct soc
 		     : getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, out, len);
 	if (rc < 0)
 		return errno == ENOENT || errno == ENOTCONN ? -ENOENT : -errno;
-	ss_transparent_unmap(out, len);
+	ss_sockaddr_unmap(out, len);
 	/* Conntrack remembers every connection: one that no rule rewrote
 	 * has the proxy's own address. */
 	if (transparent_same(out, &self))
@@ -140,7 +127,7 @@ int ss_transparent_cmsg_dst(const struct msghdr *m, struct sockaddr_storage *out
 		memset(out, 0, sizeof(*out));
 		memcpy(out, CMSG_DATA(c), n);
 		*len = (socklen_t)n;
-		ss_transparent_unmap(out, len);
+		ss_sockaddr_unmap(out, len);
 		return 0;
 	}
 	return -ENOENT;
@@ -206,12 +193,6 @@ int ss_transparent_udp_from(const struct sockaddr *addr, socklen_t len)
 	(void)addr;
 	(void)len;
 	return -EOPNOTSUPP;
-}
-
-void ss_transparent_unmap(struct sockaddr_storage *ss, socklen_t *len)
-{
-	(void)ss;
-	(void)len;
 }
 
 bool ss_transparent_is_self(const struct sockaddr_storage *sa, socklen_t len, uint16_t listen_port)

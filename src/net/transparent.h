@@ -35,10 +35,6 @@ int ss_transparent_tcp_dst(int fd, bool tproxy, uint16_t listen_port, struct soc
  * 0, or -ENOENT when none is there. */
 int ss_transparent_cmsg_dst(const struct msghdr *m, struct sockaddr_storage *out, socklen_t *len);
 
-/* An IPv4-mapped IPv6 address made AF_INET (len updated); others are left
- * as they are. */
-void ss_transparent_unmap(struct sockaddr_storage *ss, socklen_t *len);
-
 /* Whether sa is the proxy itself: listen_port on one of the host's
  * addresses. Traffic for it came straight to the proxy, and relaying it
  * would loop. */

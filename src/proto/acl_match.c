@@ -115,9 +115,7 @@ static void key_v4(ip_key_t *k, const uint8_t a[4])
 
 static void key_v6(ip_key_t *k, const uint8_t a[16])
 {
-	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-	if (memcmp(a, mapped, 12) == 0) {
+	if (ss_ip6_is_v4mapped(a)) {
 		key_v4(k, a + 12);
 		return;
 	}

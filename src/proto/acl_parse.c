@@ -254,8 +254,7 @@ static int parse_prefix(parse_ctx_t *p, const char *line, size_t n)
 		return add_v4(l, a, prefix) ? -ENOMEM : 1;
 	}
 	st->ipv6++;
-	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	if (prefix >= 96 && memcmp(a, mapped, 12) == 0)
+	if (prefix >= 96 && ss_ip6_is_v4mapped(a))
 		return add_v4(l, a + 12, prefix - 96) ? -ENOMEM : 1;
 	return add_v6(l, a, prefix) ? -ENOMEM : 1;
 }

@@ -137,6 +137,33 @@ socklen_t ss_inaddr_set(ss_inaddr_t *dst, const struct sockaddr *sa, socklen_t l
 	return len;
 }
 
+static const uint8_t addr_v4mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+bool ss_ip6_is_v4mapped(const uint8_t ip6[static 16])
+{
+	return memcmp(ip6, addr_v4mapped_prefix, sizeof(addr_v4mapped_prefix)) == 0;
+}
+
+void ss_ip6_map_v4(uint8_t ip6[static 16], const void *ip4)
+{
+	memcpy(ip6, addr_v4mapped_prefix, sizeof(addr_v4mapped_prefix));
+	memcpy(ip6 + 12, ip4, 4);
+}
+
+void ss_sockaddr_unmap(struct sockaddr_storage *ss, socklen_t *len)
+{
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+	struct sockaddr_in in = {.sin_family = AF_INET};
+
+	if (ss->ss_family != AF_INET6 || !ss_ip6_is_v4mapped(in6->sin6_addr.s6_addr))
+		return;
+	in.sin_port = in6->sin6_port;
+	memcpy(&in.sin_addr, in6->sin6_addr.s6_addr + 12, 4);
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, &in, sizeof(in));
+	*len = sizeof(in);
+}
+
 int ss_addr_from_sockaddr(ss_addr_t *a, const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET) {
@@ -153,7 +180,7 @@ int ss_addr_from_sockaddr(ss_addr_t *a, const struct sockaddr *sa)
 		a->port = ntohs(sin6->sin6_port);
 		/* A dual-stack socket reports IPv4 peers as ::ffff:a.b.c.d;
 		 * callers want the IPv4 address (ACLs, SOCKS5 replies). */
-		if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+		if (ss_ip6_is_v4mapped(sin6->sin6_addr.s6_addr)) {
 			a->atyp = SS_ATYP_IPV4;
 			memcpy(a->v4, sin6->sin6_addr.s6_addr + 12, 4);
 		} else {

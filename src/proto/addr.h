@@ -2,6 +2,7 @@
 #ifndef SS_PROTO_ADDR_H
 #define SS_PROTO_ADDR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
@@ -56,6 +57,19 @@ int ss_addr_to_sockaddr(const ss_addr_t *a, struct sockaddr_storage *ss, socklen
 /* sockaddr (AF_INET/AF_INET6; a v4-mapped v6 becomes IPv4) to address.
  * -EAFNOSUPPORT for any other family. */
 int ss_addr_from_sockaddr(ss_addr_t *a, const struct sockaddr *sa);
+/* A dual-stack socket sees an IPv4 peer as the IPv4-mapped IPv6 address
+ * ::ffff:a.b.c.d. These three are the one place that form is recognised,
+ * made and undone, so that a peer compares equal in either form. */
+/* Whether the 16 bytes of an IPv6 address are IPv4-mapped; the IPv4
+ * address is then their last 4. */
+bool ss_ip6_is_v4mapped(const uint8_t ip6[static 16]);
+/* ip6 becomes the IPv4-mapped form of the IPv4 address at ip4 (4 bytes,
+ * network order). */
+void ss_ip6_map_v4(uint8_t ip6[static 16], const void *ip4);
+/* An IPv4-mapped AF_INET6 address in ss becomes the AF_INET one with the
+ * same port (the rest of ss zeroed, *len updated); any other is left as it
+ * is. */
+void ss_sockaddr_unmap(struct sockaddr_storage *ss, socklen_t *len);
 /* Sets a domain address; -EINVAL when empty or over 255 bytes. */
 int ss_addr_set_domain(ss_addr_t *a, const char *host, uint16_t port);
 /* Parses host text: an IPv4 or IPv6 literal (brackets allowed) becomes an IP

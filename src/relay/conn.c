@@ -426,6 +426,19 @@ void ss_conn_dir_fresh(ss_dir_t *dir)
 	ss_splice_init(&dir->sp, NULL);
 }
 
+void ss_conn_reset(ss_conn_t *c)
+{
+	c->lead_wait = c->bypass = false;
+	c->in_framed = c->in_next = c->in_over = c->in_hold = c->out_framed = false;
+	c->k = NULL;
+	c->srv = -1;
+	c->connected = c->answered = false;
+	c->tried = 0;
+	c->out_err = 0;
+	for (int d = 0; d < 2; d++)
+		ss_conn_dir_fresh(&c->dir[d]);
+}
+
 void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
 		    socklen_t peerlen)
 {
@@ -441,15 +454,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	c->inst = inst;
 	c->state = SS_CONN_HANDSHAKE;
 	memset(&c->hs, 0, sizeof(c->hs));
-	c->lookup_busy = false;
-	c->lead_wait = false;
-	c->bypass = false;
-	c->in_framed = c->in_next = c->in_over = c->in_hold = c->out_framed = false;
-	c->k = NULL;
-	c->srv = -1;
-	c->srv_wait = c->connected = c->answered = false;
-	c->tried = 0;
-	c->out_err = 0;
+	c->lookup_busy = c->srv_wait = false;
 	c->srv_next = NULL;
 	c->next_closed = NULL;
 	c->action = inst->ops->name;
@@ -459,8 +464,8 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 		dir->buf = NULL;
 		dir->iov = NULL;
 		dir->bytes = dir->spliced = 0;
-		ss_conn_dir_fresh(dir);
 	}
+	ss_conn_reset(c);
 	if (!inst->ops->client && ss_conn_use_codec(c, &inst->codec, 0) < 0) {
 		ss_err("cannot set up the cipher state");
 		ss_pool_put(&inst->conns, c);

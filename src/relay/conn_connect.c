@@ -223,19 +223,13 @@ void ss_conn_outbound_end(ss_conn_t *c)
 	ev_io_stop(inst->loop, &c->side[SS_IN].wio);
 	if (c->srv >= 0)
 		ss_servers_ended(&inst->servers, c);
-	c->srv = -1;
-	c->tried = 0;
-	c->connected = c->answered = c->bypass = c->lead_wait = false;
-	c->out_err = 0;
 	for (int d = 0; d < 2; d++) {
 		ss_splice_close(&c->dir[d].sp);
 		if (c->k)
 			ss_codec_reset(c->k, c->dir[d].codec);
-		ss_conn_dir_fresh(&c->dir[d]);
 	}
-	c->k = NULL;
+	ss_conn_reset(c);
 	ss_conn_buf_release(c, SS_OUT);
-	c->in_framed = c->in_next = c->in_over = c->in_hold = c->out_framed = false;
 	/* Its next request has the idle timeout: it proved itself before. */
 	ss_conn_enter(c, SS_CONN_HANDSHAKE);
 	ss_conn_touch(c);

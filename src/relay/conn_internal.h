@@ -21,5 +21,11 @@ void ss_conn_side_init(ss_conn_t *c, int side, int fd);
 int ss_conn_use_codec(ss_conn_t *c, ss_codec_t *k, unsigned cls);
 /* A direction's stream state as it starts. */
 void ss_conn_dir_fresh(ss_dir_t *dir);
+/* The fields a connection's outbound leg and stream start from, on accept
+ * and again when a client's connection goes back to its handshake for a new
+ * target: no server tried, no codec (the old one's states already reset),
+ * nothing framed, both directions fresh. Its sockets, buffers, byte counts,
+ * handshake state and state are the caller's. */
+void ss_conn_reset(ss_conn_t *c);
 
 #endif

@@ -14,6 +14,10 @@
 #include "util/result.h"
 
 #define ACCEPT_RETRY 1.0 /* seconds between accept attempts while out of descriptors */
+/* The most connections one readiness event of a listener takes: a burst
+ * is taken in few trips through the loop, yet the connections already
+ * open are served between batches. */
+#define ACCEPT_BATCH 64
 /* A shortage (every slot in use, or no descriptor for accept) is logged
  * when it starts and when it ends, with how often it held accepting back,
  * not each time: under a steady overload it would hit on every close. It
@@ -280,7 +284,7 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 
-	for (int i = 0; i < 64; i++) {
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		struct sockaddr_storage peer;
 		socklen_t plen = sizeof(peer);
 		if (inst->conns.in_use >= inst->conns.cap) {

@@ -238,8 +238,8 @@ static void udp_redir_answer(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_code
 		ss_udp_drop(u, (struct sockaddr *)&to, "an answer from a name, not an address");
 		return;
 	}
-	ss_transparent_unmap(&src, &slen);
-	ss_transparent_unmap(&to, &tlen);
+	ss_sockaddr_unmap(&src, &slen);
+	ss_sockaddr_unmap(&to, &tlen);
 	if (src.ss_family != to.ss_family) {
 		ss_udp_drop(u, (struct sockaddr *)&to,
 			    "an answer from an address of the other family");

@@ -38,8 +38,7 @@ static void udp_server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t 
 		memset(&mapped, 0, sizeof(mapped));
 		mapped.sin6_family = AF_INET6;
 		mapped.sin6_port = in->sin_port;
-		mapped.sin6_addr.s6_addr[10] = mapped.sin6_addr.s6_addr[11] = 0xff;
-		memcpy(&mapped.sin6_addr.s6_addr[12], &in->sin_addr, 4);
+		ss_ip6_map_v4(mapped.sin6_addr.s6_addr, &in->sin_addr);
 		to = (struct sockaddr *)&mapped;
 	}
 	ss_udp_queue(u, a->io.fd, &a->sflags, data, len, to, udp_salen(to), NULL);

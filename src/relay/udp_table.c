@@ -20,8 +20,7 @@ static void udp_canon(const struct sockaddr *sa, canon_t *c)
 	memset(c, 0, sizeof(*c));
 	if (sa->sa_family == AF_INET) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-		c->ip[10] = c->ip[11] = 0xff;
-		memcpy(c->ip + 12, &in->sin_addr, 4);
+		ss_ip6_map_v4(c->ip, &in->sin_addr);
 		c->port = in->sin_port;
 	} else if (sa->sa_family == AF_INET6 || sa->sa_family == AF_UNSPEC) {
 		/* AF_UNSPEC: a session key, laid out the same way. */

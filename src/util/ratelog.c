@@ -5,6 +5,8 @@
 #include <netinet/in.h>
 #include <string.h>
 
+#include "proto/addr.h"
+
 void ss_ratelog_init(ss_ratelog_t *r, double interval)
 {
 	memset(r, 0, sizeof(*r));
@@ -16,8 +18,6 @@ void ss_ratelog_init(ss_ratelog_t *r, double interval)
  * address. */
 static bool ratelog_key(const struct sockaddr *sa, uint8_t *family, uint8_t addr[static 16])
 {
-	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
 	memset(addr, 0, 16);
 	if (sa && sa->sa_family == AF_INET) {
 		*family = AF_INET;
@@ -26,7 +26,7 @@ static bool ratelog_key(const struct sockaddr *sa, uint8_t *family, uint8_t addr
 	}
 	if (sa && sa->sa_family == AF_INET6) {
 		const uint8_t *a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
-		if (!memcmp(a, mapped, sizeof(mapped))) {
+		if (ss_ip6_is_v4mapped(a)) {
 			*family = AF_INET;
 			memcpy(addr, a + 12, 4);
 		} else {

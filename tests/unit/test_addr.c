@@ -364,6 +364,62 @@ static void test_inaddr_set(void **state)
 	assert_memory_equal(&a.sin6, &in6, sizeof(in6));
 }
 
+/* The IPv4-mapped form: recognised only with the whole ::ffff: prefix,
+ * made from 4 bytes, and undone on a sockaddr keeping its port. */
+static void test_v4mapped(void **state)
+{
+	uint8_t ip6[16], ip4[4] = {192, 0, 2, 7};
+	struct sockaddr_storage ss, before;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+	socklen_t len;
+	(void)state;
+
+	inet_pton(AF_INET6, "::ffff:10.1.2.3", ip6);
+	assert_true(ss_ip6_is_v4mapped(ip6));
+	inet_pton(AF_INET6, "::10.1.2.3", ip6);
+	assert_false(ss_ip6_is_v4mapped(ip6));
+	inet_pton(AF_INET6, "::fffe:10.1.2.3", ip6);
+	assert_false(ss_ip6_is_v4mapped(ip6));
+	inet_pton(AF_INET6, "1::ffff:10.1.2.3", ip6);
+	assert_false(ss_ip6_is_v4mapped(ip6));
+
+	memset(ip6, 0xa5, sizeof(ip6));
+	ss_ip6_map_v4(ip6, ip4);
+	assert_true(ss_ip6_is_v4mapped(ip6));
+	assert_memory_equal(ip6 + 12, ip4, 4);
+
+	memset(&ss, 0x5a, sizeof(ss));
+	memset(in6, 0, sizeof(*in6));
+	in6->sin6_family = AF_INET6;
+	in6->sin6_port = htons(5353);
+	ss_ip6_map_v4(in6->sin6_addr.s6_addr, ip4);
+	len = sizeof(*in6);
+	ss_sockaddr_unmap(&ss, &len);
+	assert_int_equal(len, sizeof(struct sockaddr_in));
+	assert_int_equal(in->sin_family, AF_INET);
+	assert_int_equal(ntohs(in->sin_port), 5353);
+	assert_memory_equal(&in->sin_addr, ip4, 4);
+	for (size_t i = sizeof(*in); i < sizeof(ss); i++)
+		assert_int_equal(((uint8_t *)&ss)[i], 0);
+
+	/* Already IPv4, plain IPv6, another family: left alone. */
+	ss_sockaddr_unmap(&ss, &len);
+	assert_int_equal(len, sizeof(struct sockaddr_in));
+	memset(&ss, 0, sizeof(ss));
+	in6->sin6_family = AF_INET6;
+	inet_pton(AF_INET6, "2001:db8::1", &in6->sin6_addr);
+	len = sizeof(*in6);
+	before = ss;
+	ss_sockaddr_unmap(&ss, &len);
+	assert_int_equal(len, sizeof(*in6));
+	assert_memory_equal(&ss, &before, sizeof(ss));
+	ss.ss_family = AF_UNIX;
+	before = ss;
+	ss_sockaddr_unmap(&ss, &len);
+	assert_memory_equal(&ss, &before, sizeof(ss));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +439,7 @@ int main(void)
 	    cmocka_unit_test(test_sockaddr_format),
 	    cmocka_unit_test(test_sockaddr_port),
 	    cmocka_unit_test(test_inaddr_set),
+	    cmocka_unit_test(test_v4mapped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef SS_RELAY_CHECK_H
-#define SS_RELAY_CHECK_H
+#ifndef SS_PROGRAM_CHECK_H
+#define SS_PROGRAM_CHECK_H
 
 #include <stdio.h>
 

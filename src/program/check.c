@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* --check: everything start-up would find wrong, without starting. */
 
-#include "relay/check.h"
+#include "program/check.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

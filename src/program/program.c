@@ -9,8 +9,8 @@
 #include "config/config.h"
 #include "crypto/method.h"
 #include "crypto/primitives.h"
+#include "program/check.h"
 #include "relay/instance.h"
-#include "relay/check.h"
 #include "relay/workers.h"
 #include "shadowsocks.h"
 #include "util/qr.h"
@@ -143,8 +143,6 @@ static void program_share_cb(void *arg, const char *url, bool placeholder, const
 	printf("\n");
 }
 
-/* The one method the program runs: ss-server's, or the one all of a
- * client's servers share; NULL when they differ. */
 /* A start that failed after the workers were set up: says why (to the log
  * and to a waiting parent or systemd), releases everything, exit code 1. */
 static int program_fail(program_t *p, ss_config_t *cfg, const char *err)
@@ -157,6 +155,8 @@ static int program_fail(program_t *p, ss_config_t *cfg, const char *err)
 	return 1;
 }
 
+/* The one method the program runs: ss-server's, or the one all of a
+ * client's servers share; NULL when they differ. */
 static const ss_method_t *program_method(const ss_config_t *cfg)
 {
 	const ss_method_t *m = cfg->method;
@@ -170,126 +170,202 @@ static const ss_method_t *program_method(const ss_config_t *cfg)
 	return m;
 }
 
-int ss_program_main(ss_prog_t prog, int argc, char **argv)
+/* --check: what would run, or the first problem; starts nothing. */
+static int program_check(ss_config_t *cfg, const char *name)
 {
-	static ss_config_t cfg;
-	const char *name = program_name(prog);
-	program_t p = {.notify = -1, .sd = {.fd = -1}};
-	ev_signal sigint, sigterm;
-	char err[1024], what[256];
+	char err[1024];
 	int rc;
 
-	signal(SIGPIPE, SIG_IGN);
+	ss_check_warnings(cfg, stderr);
+	rc = ss_check_run(cfg, stdout, err, sizeof(err));
+	if (rc < 0)
+		fprintf(stderr, "%s%s: %s\n", ss_log_stderr_prefix(SS_LOG_ERROR), name, err);
+	ss_config_clear(cfg);
+	return rc < 0 ? 1 : 0;
+}
+
+/* --print-url: the URLs that share the configuration; starts nothing. */
+static int program_print_url(ss_config_t *cfg, const char *name)
+{
+	char err[1024];
+	int rc;
+
+	ss_check_warnings(cfg, stderr);
+	rc = ss_config_share_urls(cfg, program_share_cb, (void *)name, err, sizeof(err));
+	if (rc < 0)
+		fprintf(stderr, "%s: %s\n", name, err);
+	fflush(stdout);
+	ss_config_clear(cfg);
+	return rc < 0 ? 1 : 0;
+}
+
+/* The crypto library and the configuration (command line, JSON); --help,
+ * --version, --check and --print-url are answered here. true: run the
+ * program; false: it is done, with exit status *status. */
+static bool program_configure(ss_config_t *cfg, ss_prog_t prog, int argc, char **argv, int *status)
+{
+	const char *name = program_name(prog);
+	char err[1024];
+
+	*status = 1;
 	if (ss_crypto_global_init() < 0) {
 		fprintf(stderr, "%s%s: cannot initialise the crypto library\n",
 			ss_log_stderr_prefix(SS_LOG_ERROR), name);
-		return 1;
+		return false;
 	}
-	switch (ss_config_parse(&cfg, prog, argc, argv, stdout, err, sizeof(err))) {
+	switch (ss_config_parse(cfg, prog, argc, argv, stdout, err, sizeof(err))) {
 	case SS_CONFIG_HELP:
 	case SS_CONFIG_VERSION:
-		return 0;
+		*status = 0;
+		return false;
 	case SS_CONFIG_ERROR:
 		fprintf(stderr, "%s%s: %s\n", ss_log_stderr_prefix(SS_LOG_ERROR), name, err);
-		return 1;
+		return false;
 	case SS_CONFIG_RUN:
 		break;
 	}
-	if (cfg.check) {
-		ss_check_warnings(&cfg, stderr);
-		rc = ss_check_run(&cfg, stdout, err, sizeof(err));
-		if (rc < 0)
-			fprintf(stderr, "%s%s: %s\n", ss_log_stderr_prefix(SS_LOG_ERROR), name,
-				err);
-		ss_config_clear(&cfg);
-		return rc < 0 ? 1 : 0;
+	if (cfg->check) {
+		*status = program_check(cfg, name);
+		return false;
 	}
-	if (cfg.print_url) {
-		ss_check_warnings(&cfg, stderr);
-		rc = ss_config_share_urls(&cfg, program_share_cb, (void *)name, err, sizeof(err));
-		if (rc < 0)
-			fprintf(stderr, "%s: %s\n", name, err);
-		fflush(stdout);
-		ss_config_clear(&cfg);
-		return rc < 0 ? 1 : 0;
+	if (cfg->print_url) {
+		*status = program_print_url(cfg, name);
+		return false;
 	}
-	ss_log_setup(name, cfg.verbose, cfg.use_syslog);
+	return true;
+}
+
+/* The log, the service manager's socket, and what the user should know
+ * before anything starts. */
+static void program_log_setup(program_t *p, const ss_config_t *cfg, const char *name)
+{
+	char err[1024];
+
+	ss_log_setup(name, cfg->verbose, cfg->use_syslog);
 	/* Taken out of the environment before plugins inherit it. */
-	if (ss_notify_open(&p.sd, err, sizeof(err)) < 0)
+	if (ss_notify_open(&p->sd, err, sizeof(err)) < 0)
 		ss_warn("%s", err);
 	/* Which file, above all when none was named: a package's and libev's
 	 * may both be there. */
-	if (cfg.config_file[0])
-		ss_notice("configuration from %s%s", cfg.config_file,
-			  cfg.config_default ? " (the default file: no settings given)" : "");
-	ss_check_warnings(&cfg, NULL);
+	if (cfg->config_file[0])
+		ss_notice("configuration from %s%s", cfg->config_file,
+			  cfg->config_default ? " (the default file: no settings given)" : "");
+	ss_check_warnings(cfg, NULL);
 	/* A client's servers say so each (relay/servers.c). */
-	if (cfg.key_ignored && prog == SS_PROG_SERVER)
+	if (cfg->key_ignored && cfg->prog == SS_PROG_SERVER)
 		ss_warn("method %s encrypts nothing: the password or key is not used",
-			cfg.method->name);
-	if (cfg.nofile > 0 && ss_proc_set_nofile(cfg.nofile, err, sizeof(err)) < 0)
+			cfg->method->name);
+	if (cfg->nofile > 0 && ss_proc_set_nofile(cfg->nofile, err, sizeof(err)) < 0)
 		ss_warn("%s", err);
+}
+
+/* Worker 0 on the default loop, and the workers beside it (not started
+ * yet). 0, or -errno with err saying why (nothing is left to release). */
+static int program_create(program_t *p, const ss_config_t *cfg, char *err, size_t errlen)
+{
+	int rc;
 
 	ev_set_allocator(program_ev_alloc);
-	p.loop = EV_DEFAULT;
-	if (cfg.workers > 1)
+	p->loop = EV_DEFAULT;
+	if (cfg->workers > 1)
 		ss_log_set_worker(0);
-	rc = ss_instance_create_worker(&cfg, p.loop, 0, (unsigned)cfg.workers, NULL, &p.inst, err,
-				       sizeof(err));
-	if (rc == 0 && (rc = ss_workers_create(&p.workers, &cfg, p.inst, err, sizeof(err))) < 0)
-		ss_instance_destroy(p.inst);
-	if (rc < 0) {
-		ss_err("%s", err);
-		ss_config_clear(&cfg);
-		return 1;
+	rc = ss_instance_create_worker(cfg, p->loop, 0, (unsigned)cfg->workers, NULL, &p->inst, err,
+				       errlen);
+	if (rc == 0 && (rc = ss_workers_create(&p->workers, cfg, p->inst, err, errlen)) < 0)
+		ss_instance_destroy(p->inst);
+	return rc;
+}
+
+/* With a pid file, the program goes on in the background. true: this
+ * process goes on (the daemon, or no pid file); false: it is done (the
+ * foreground part, or a failed fork), with exit status *status, having let
+ * go of what the daemon now holds on its own. */
+static bool program_daemonize(program_t *p, ss_config_t *cfg, int *status)
+{
+	char err[1024];
+	int rc;
+
+	if (!cfg->pid_file[0])
+		return true;
+	/* The foreground part waits for the word that the background one
+	 * serves (its plugins up), or why it could not. */
+	rc = ss_proc_daemonize(cfg->pid_file, &p->notify, err, sizeof(err));
+	if (rc != 0) {
+		if (rc < 0)
+			ss_err("%s", err);
+		ss_workers_destroy(&p->workers);
+		ss_instance_destroy(p->inst);
+		ss_config_clear(cfg);
+		*status = rc < 0 ? 1 : 0;
+		return false;
 	}
-	if (cfg.pid_file[0]) {
-		/* The foreground part waits for the word that the background one
-		 * serves (its plugins up), or why it could not. */
-		rc = ss_proc_daemonize(cfg.pid_file, &p.notify, err, sizeof(err));
-		if (rc != 0) {
-			/* The foreground part (or a failed fork) lets go of what the
-			 * daemon now holds on its own. */
-			if (rc < 0)
-				ss_err("%s", err);
-			ss_workers_destroy(&p.workers);
-			ss_instance_destroy(p.inst);
-			ss_config_clear(&cfg);
-			return rc < 0 ? 1 : 0;
-		}
-		ev_loop_fork(p.loop);
-		ss_workers_forked(&p.workers);
-		ss_log_to_syslog(); /* stderr is /dev/null now */
-	}
-	if (cfg.user[0] && ss_proc_drop_user(cfg.user, err, sizeof(err)) < 0)
-		return program_fail(&p, &cfg, err);
-	const ss_method_t *m = program_method(&cfg);
+	ev_loop_fork(p->loop);
+	ss_workers_forked(&p->workers);
+	ss_log_to_syslog(); /* stderr is /dev/null now */
+	return true;
+}
+
+static void program_log_started(const ss_config_t *cfg, const char *name)
+{
+	const ss_method_t *m = program_method(cfg);
+	char what[256];
+
 	if (m)
 		ss_notice("%s %s started, method %s (%s)", name, SS_VERSION, m->name,
 			  ss_crypto_describe(ss_crypto_default(), m, what, sizeof(what)));
 	else
 		ss_notice("%s %s started, %zu servers with methods of their own", name, SS_VERSION,
-			  cfg.n_servers);
+			  cfg->n_servers);
+	if (cfg->workers > 1)
+		ss_notice("%d workers, each a loop on a thread of its own", cfg->workers);
+}
 
-	if (cfg.workers > 1)
-		ss_notice("%d workers, each a loop on a thread of its own", cfg.workers);
-	if (ss_workers_start(&p.workers, err, sizeof(err)) < 0)
-		return program_fail(&p, &cfg, err);
-	ss_instance_set_cb(p.inst, program_event_cb, &p);
+/* Runs worker 0's loop until it stops (a signal, or a plugin that failed),
+ * then stops the other workers and waits for them. */
+static void program_run(program_t *p, const ss_config_t *cfg)
+{
+	ev_signal sigint, sigterm;
+
+	ss_instance_set_cb(p->inst, program_event_cb, p);
 	ev_signal_init(&sigint, program_signal_cb, SIGINT);
 	ev_signal_init(&sigterm, program_signal_cb, SIGTERM);
-	sigint.data = sigterm.data = &p;
-	ev_signal_start(p.loop, &sigint);
-	ev_signal_start(p.loop, &sigterm);
-	ev_run(p.loop, 0);
-	ev_signal_stop(p.loop, &sigint);
-	ev_signal_stop(p.loop, &sigterm);
-	/* Worker 0 has stopped (a signal, or a plugin that failed): so do
-	 * the others. */
-	ss_workers_stop(&p.workers);
-	ss_workers_join(&p.workers);
-	if (cfg.workers > 1)
-		ss_workers_log_stats(p.inst);
+	sigint.data = sigterm.data = p;
+	ev_signal_start(p->loop, &sigint);
+	ev_signal_start(p->loop, &sigterm);
+	ev_run(p->loop, 0);
+	ev_signal_stop(p->loop, &sigint);
+	ev_signal_stop(p->loop, &sigterm);
+	ss_workers_stop(&p->workers);
+	ss_workers_join(&p->workers);
+	if (cfg->workers > 1)
+		ss_workers_log_stats(p->inst);
+}
+
+int ss_program_main(ss_prog_t prog, int argc, char **argv)
+{
+	static ss_config_t cfg;
+	const char *name = program_name(prog);
+	program_t p = {.notify = -1, .sd = {.fd = -1}};
+	char err[1024];
+	int status;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (!program_configure(&cfg, prog, argc, argv, &status))
+		return status;
+	program_log_setup(&p, &cfg, name);
+	if (program_create(&p, &cfg, err, sizeof(err)) < 0) {
+		ss_err("%s", err);
+		ss_config_clear(&cfg);
+		return 1;
+	}
+	if (!program_daemonize(&p, &cfg, &status))
+		return status;
+	if (cfg.user[0] && ss_proc_drop_user(cfg.user, err, sizeof(err)) < 0)
+		return program_fail(&p, &cfg, err);
+	program_log_started(&cfg, name);
+	if (ss_workers_start(&p.workers, err, sizeof(err)) < 0)
+		return program_fail(&p, &cfg, err);
+	program_run(&p, &cfg);
 	ss_proc_daemon_ready(&p.notify, "stopped before it started");
 	ss_workers_destroy(&p.workers);
 	ss_instance_destroy(p.inst);
