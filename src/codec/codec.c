@@ -98,6 +98,22 @@ void ss_codec_free(ss_codec_t *k)
 	ss_2022_users_free(&k->users);
 }
 
+int ss_codec_global_init(void)
+{
+	return ss_crypto_global_init();
+}
+
+const ss_crypto_backend_t *ss_codec_backend(void)
+{
+	return ss_crypto_default();
+}
+
+const char *ss_codec_impl(const ss_crypto_backend_t *be, const ss_method_t *m, char *buf,
+			  size_t len)
+{
+	return ss_crypto_describe(be, m, buf, len);
+}
+
 size_t ss_codec_target_inline(ss_codec_t *k, const ss_addr_t *target, uint8_t *lead, size_t room)
 {
 	(void)k;

@@ -324,6 +324,18 @@ void ss_codec_setup_client(ss_codec_t *k, const ss_method_t *method, const uint8
 /* Releases what ss_codec_setup made. Safe on a zeroed ss_codec_t, and twice. */
 void ss_codec_free(ss_codec_t *k);
 
+/* The crypto beneath the codecs, as the programs see it. Initialises the
+ * libraries, once per process or again: 0 or -1. */
+int ss_codec_global_init(void);
+/* The backend the programs' codecs use (the build's library, with our own
+ * code where it was built and not switched off). */
+const struct ss_crypto_backend *ss_codec_backend(void);
+/* What seals m's traffic through be on this CPU, one line into buf, for
+ * the start-up line and --check: "ChaCha20-Poly1305: OpenSSL 3.0.19 EVP",
+ * "no encryption". Returns buf. */
+const char *ss_codec_impl(const struct ss_crypto_backend *be, const struct ss_method *m,
+			  char *buf, size_t len);
+
 /* Whether a state set up (init) by codec a serves codec b as well: the same
  * operations on the same method, on the same side. The keys come with
  * start, so codecs with other keys share states; a connection slot keeps

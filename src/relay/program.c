@@ -6,9 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codec/codec.h"
 #include "config/config.h"
-#include "crypto/method.h"
-#include "crypto/primitives.h"
 #include "relay/instance.h"
 #include "relay/check.h"
 #include "relay/workers.h"
@@ -180,7 +179,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
-	if (ss_crypto_global_init() < 0) {
+	if (ss_codec_global_init() < 0) {
 		fprintf(stderr, "%s%s: cannot initialise the crypto library\n",
 			ss_log_stderr_prefix(SS_LOG_ERROR), name);
 		return 1;
@@ -266,7 +265,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	const ss_method_t *m = program_method(&cfg);
 	if (m)
 		ss_notice("%s %s started, method %s (%s)", name, SS_VERSION, m->name,
-			  ss_crypto_describe(ss_crypto_default(), m, what, sizeof(what)));
+			  ss_codec_impl(ss_codec_backend(), m, what, sizeof(what)));
 	else
 		ss_notice("%s %s started, %zu servers with methods of their own", name, SS_VERSION,
 			  cfg.n_servers);
