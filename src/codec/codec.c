@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "codec/codec.h"
+#include "codec/codec_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,40 +7,34 @@
 
 #include "util/result.h"
 
-/* The one place that knows which codec serves which method, and the
- * geometry that goes with it. */
+/* The one place that knows which codec serves which method. */
 static void codec_pick(ss_codec_t *k)
 {
-	switch (k->method->kind) {
+	switch (ss_codec_priv(k)->method->kind) {
 	case SS_METHOD_AEAD:
 		k->ops = &ss_codec_aead;
-		k->layout =
-		    (ss_codec_layout_t){SS_AEAD_FIRST, SS_AEAD_STRIDE, SS_AEAD_SLOT, SS_AEAD_SLOTS};
-		k->udp_rx_lead = k->method->salt_len;
-		k->udp_tail = SS_AEAD_TAG_LEN;
 		break;
 	case SS_METHOD_2022:
 		k->ops = &ss_codec_2022;
-		k->layout =
-		    (ss_codec_layout_t){SS_2022_FIRST, SS_2022_STRIDE, SS_2022_SLOT, SS_2022_SLOTS};
-		k->udp_tail = SS_AEAD_TAG_LEN;
 		break;
 	case SS_METHOD_NONE:
 	default:
 		k->ops = &ss_codec_none;
-		k->layout = (ss_codec_layout_t){0, SS_RELAY_BUF_SIZE, SS_RELAY_BUF_SIZE, 1};
 		break;
 	}
+	k->ops->describe(k);
 }
 
 void ss_codec_setup_client(ss_codec_t *k, const ss_method_t *method, const uint8_t *key,
 			   const ss_psk_list_t *psks, const ss_crypto_backend_t *be)
 {
+	ss_codec_priv_t *kp = ss_codec_priv(k);
+
 	memset(k, 0, sizeof(*k));
-	k->method = method;
-	k->be = be;
-	k->key = key;
-	k->psks = psks;
+	kp->method = method;
+	kp->be = be;
+	kp->key = key;
+	kp->psks = psks;
 	codec_pick(k);
 }
 
@@ -49,7 +43,7 @@ static int codec_setup_server(ss_codec_t *k, const ss_config_t *cfg, bool server
 {
 	int rc;
 
-	k->server = server;
+	ss_codec_priv(k)->server = server;
 	if (server && k->ops->server_setup &&
 	    (rc = k->ops->server_setup(k, cfg, err, errlen)) < 0) {
 		ss_codec_free(k);
@@ -69,16 +63,18 @@ int ss_codec_setup_shared(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto
 			  const ss_codec_t *share, char *err, size_t errlen)
 {
 	ss_codec_setup_client(k, cfg->method, cfg->key, &cfg->psks, be);
-	k->share = share;
+	ss_codec_priv(k)->share = share;
 	return codec_setup_server(k, cfg, true, err, errlen);
 }
 
 ss_saltpool_t *ss_codec_replay_pool(ss_codec_t *k, int i, size_t capacity, uint64_t ttl)
 {
-	ss_saltpool_t *p = &k->own[i];
+	ss_codec_priv_t *kp = ss_codec_priv(k);
+	ss_saltpool_t *p = &kp->own[i];
 
-	if (k->share)
-		return i ? k->share->udp_pool : k->share->pool;
+	if (kp->share)
+		return i ? ss_codec_priv_const(kp->share)->udp_pool
+			 : ss_codec_priv_const(kp->share)->pool;
 	if ((ttl ? ss_saltpool_init(p, capacity, ttl) : ss_saltpool_init_fifo(p, capacity)) < 0)
 		return NULL;
 	return p;
@@ -86,16 +82,42 @@ ss_saltpool_t *ss_codec_replay_pool(ss_codec_t *k, int i, size_t capacity, uint6
 
 void ss_codec_share_pools(ss_codec_t *k)
 {
-	ss_saltpool_share(&k->own[0]);
-	ss_saltpool_share(&k->own[1]);
+	ss_saltpool_share(&ss_codec_priv(k)->own[0]);
+	ss_saltpool_share(&ss_codec_priv(k)->own[1]);
 }
 
 void ss_codec_free(ss_codec_t *k)
 {
-	ss_saltpool_free(&k->own[0]);
-	ss_saltpool_free(&k->own[1]);
-	k->pool = k->udp_pool = NULL;
-	ss_2022_users_free(&k->users);
+	ss_codec_priv_t *kp = ss_codec_priv(k);
+
+	ss_saltpool_free(&kp->own[0]);
+	ss_saltpool_free(&kp->own[1]);
+	kp->pool = kp->udp_pool = NULL;
+	ss_2022_users_free(&kp->users);
+}
+
+bool ss_codec_same_states(const ss_codec_t *a, const ss_codec_t *b)
+{
+	const ss_codec_priv_t *pa = ss_codec_priv_const(a), *pb = ss_codec_priv_const(b);
+
+	return a->ops == b->ops && pa->method == pb->method && pa->be == pb->be &&
+	       pa->server == pb->server;
+}
+
+int ss_codec_global_init(void)
+{
+	return ss_crypto_global_init();
+}
+
+const ss_crypto_backend_t *ss_codec_backend(void)
+{
+	return ss_crypto_default();
+}
+
+const char *ss_codec_impl(const ss_crypto_backend_t *be, const ss_method_t *m, char *buf,
+			  size_t len)
+{
+	return ss_crypto_describe(be, m, buf, len);
 }
 
 size_t ss_codec_target_inline(ss_codec_t *k, const ss_addr_t *target, uint8_t *lead, size_t room)

@@ -8,20 +8,24 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "config/config.h"
-#include "crypto/aead.h"
-#include "crypto/aead2022.h"
-#include "crypto/method.h"
-#include "crypto/primitives.h"
-#include "crypto/saltpool.h"
 #include "proto/addr.h"
+#include "util/span.h"
+
+struct ss_config;
+struct ss_crypto_backend;
+struct ss_method;
+struct ss_psk_list;
 
 /* Codecs: how bytes travel between ss-local/ss-tunnel and ss-server, one
  * table of operations per method family (codec_aead.c: SIP004 AEAD;
  * codec_2022.c: SIP022 with SIP023 identity headers; codec_none.c: no
  * encryption). The relay (src/relay) sees a codec only through this
  * interface and never asks which method runs; ss_codec_setup is the one
- * place that picks the table for a method.
+ * place that picks the table for a method. No figure of one method's wire
+ * format is defined here: what the relay must know of it (where the
+ * plaintext goes in the buffer, what a datagram adds around it) the codec
+ * describes once, at setup (ops->describe), and the relay reads it from
+ * ss_codec_t.
  *
  * TCP: a connection has two directions, each with an opaque state of
  * ops->state_size bytes that lives in the connection slot. One direction
@@ -38,64 +42,39 @@
  *
  * One read fills several plaintext slots, each sealed in place into a chunk,
  * and one write sends them: fewer system calls per byte. Slot k's plaintext
- * starts at first + k * stride; the codec writes what goes before a slot
- * (its chunk's sealed length, and before slot 0 the stream's header) and
- * after it (the tag).
+ * starts at first + k * stride (ss_codec_layout_t); the codec writes what
+ * goes before a slot (its chunk's framing, and before slot 0 the stream's
+ * header) and after it (the tag), inside the buffer:
  *
- *   SIP004 (first = 50, stride = 16290, payload = 16256, 16 slots):
+ *   0            first                 first + payload   first + stride
+ *   |  [ header ][ slot 0 plaintext   ][ tag ][ framing ][ slot 1 plaintext ...
  *
- *   0     32-salt 32      50                  16306  16322     16340
- *   |      [salt][len+tag][ slot 0 plaintext ][ tag ][len+tag][ slot 1 ...
+ * (header: the stream's header, then slot 0's framing; framing: what a
+ * chunk has before its plaintext, such as its sealed length)
  *
- *   SIP022 (first = 1344, stride = 65442, payload = 65408, 4 slots):
- *
- *   0        1344-h     1344                 66752  66768     66786
- *   |         [ header ][ slot 0 plaintext  ][ tag ][len+tag][ slot 1 ...
- *
- *   The header is a request's (salt, identity headers, fixed and variable
- *   header, at most SS_2022_REQ_HDR_MAX bytes) or a response's; a request's
- *   slot 0 takes at most what its variable header leaves (ops->slot0).
- *
- *   none: the plaintext as it is, from 0 (identity codecs are copied, and
- *   spliced, by the relay: ops->identity).
- *
- * A decoder reads into the whole buffer and opens in place.
+ * Each codec's file draws its own layout. An identity codec (ops->identity)
+ * has one slot, the whole buffer from 0: the relay copies, and splices, its
+ * bytes. A decoder reads into the whole buffer and opens in place.
  *
  * ss-local reads the SOCKS or HTTP handshake into the last SS_HS_LEN bytes
  * (an HTTP request head must fit). For the chunked codecs only the last slots
- * overlap it: slot 0 ends before the handshake area (checked below). For
- * none, slot 0 is the whole buffer and so covers the handshake area too. Both
- * are safe for one reason: the early payload is moved (memmove, overlap
- * allowed) to the front of slot 0 before anything else is read into the
- * buffer (ss_conn_client_stream). */
+ * overlap it: slot 0 and its tag end before the handshake area (each codec
+ * checks its own). For an identity codec, slot 0 is the whole buffer and so
+ * covers the handshake area too. Both are safe for one reason: the early
+ * payload is moved (memmove, overlap allowed) to the front of slot 0 before
+ * anything else is read into the buffer (ss_conn_client_stream).
+ *
+ * The buffer's size is that of the largest layout, SIP022's (codec_2022.c
+ * derives it and checks this figure; every other codec checks that it
+ * fits). */
 
 #define SS_HS_LEN 8192
-#define SS_AEAD_FIRST (SS_MAX_SALT_LEN + SS_AEAD_CHUNK_HDR)
-#define SS_AEAD_SLOT SS_AEAD_FILL_PAYLOAD
-#define SS_AEAD_STRIDE (SS_AEAD_SLOT + SS_AEAD_CHUNK_OVERHEAD)
-#define SS_AEAD_SLOTS 16
-#define SS_2022_FIRST ((SS_2022_REQ_HDR_MAX + 63) & ~63)
-/* The protocol's maximum rounded down to a multiple of 128, on which
- * OpenSSL's ChaCha20-Poly1305 runs a third faster. */
-#define SS_2022_SLOT (SS_2022_MAX_PAYLOAD & ~127)
-#define SS_2022_STRIDE (SS_2022_SLOT + SS_2022_CHUNK_OVERHEAD)
-#define SS_2022_SLOTS 4
-#define SS_CODEC_END(first, stride, slots) ((first) + (slots) * (stride)-SS_AEAD_CHUNK_HDR)
-#define SS_BUF_AEAD SS_CODEC_END(SS_AEAD_FIRST, SS_AEAD_STRIDE, SS_AEAD_SLOTS)
-#define SS_BUF_2022 SS_CODEC_END(SS_2022_FIRST, SS_2022_STRIDE, SS_2022_SLOTS)
-#define SS_RELAY_BUF_SIZE (((SS_BUF_AEAD > SS_BUF_2022 ? SS_BUF_AEAD : SS_BUF_2022) + 63) & ~63)
+#define SS_RELAY_BUF_SIZE 263104
 #define SS_HS_OFF (SS_RELAY_BUF_SIZE - SS_HS_LEN)
 #define SS_CODEC_MAX_SLOTS 16
 /* The most any codec adds after a datagram's plaintext (ss_codec_t.udp_tail):
  * what a client leaves free before it knows which server's codec seals. */
-#define SS_CODEC_UDP_TAIL_MAX SS_AEAD_TAG_LEN
-
-_Static_assert(SS_AEAD_FIRST + SS_AEAD_SLOT + SS_AEAD_TAG_LEN <= SS_HS_OFF,
-	       "SIP004 slot 0 overlaps the handshake area");
-_Static_assert(SS_2022_FIRST + SS_2022_SLOT + SS_AEAD_TAG_LEN <= SS_HS_OFF,
-	       "SIP022 slot 0 overlaps the handshake area");
-_Static_assert(SS_2022_SLOTS <= SS_CODEC_MAX_SLOTS && SS_AEAD_SLOTS <= SS_CODEC_MAX_SLOTS,
-	       "SS_CODEC_MAX_SLOTS");
+#define SS_CODEC_UDP_TAIL_MAX 16
 
 typedef struct ss_codec_layout {
 	uint32_t first;   /* offset of slot 0's plaintext */
@@ -133,15 +112,16 @@ typedef struct ss_codec_dgram {
 
 struct ss_codec_ops;
 
-/* One instance's codec: the operations, the keys, and a server's replay
- * pools and users. Set up once, shared by every connection and datagram of
- * the instance (one thread); the pools and the users' cipher states change
- * as it runs. */
+/* One instance's codec: the operations, what they told of the wire format,
+ * and the codec's own part (the method, the keys, a server's replay pools
+ * and users), which only the codecs read. Set up once, shared by every
+ * connection and datagram of the instance (one thread); the pools and the
+ * users' cipher states change as it runs. */
+#define SS_CODEC_PRIV_SIZE 448
 typedef struct ss_codec {
 	const struct ss_codec_ops *ops;
-	const ss_method_t *method;
-	const ss_crypto_backend_t *be;
-	bool server;
+	/* Set by ops->describe at setup, read by the relay per chunk and
+	 * datagram. */
 	ss_codec_layout_t layout;
 	/* Bytes a datagram from the other relay has before its plaintext when
 	 * opened in place (SIP004: the salt): it is received that far before
@@ -149,19 +129,8 @@ typedef struct ss_codec {
 	size_t udp_rx_lead;
 	/* Bytes a sealed datagram has after its plaintext (the tag): room a
 	 * datagram read for sealing in place leaves free at the buffer's end. */
-	size_t udp_tail;           /* at most SS_CODEC_UDP_TAIL_MAX */
-	const uint8_t *key;        /* cfg->key: the key, or SIP022's user PSK / server PSK */
-	const ss_psk_list_t *psks; /* cfg->psks: SIP022 identity PSKs, then the user PSK */
-	/* server: salts seen (SIP004: the last replay_capacity salts of
-	 * connections whose first chunk authenticated, and apart from them
-	 * those of datagrams that opened; SIP022: the request salts of the last
-	 * 60 s, its datagrams carrying session and packet ids instead) */
-	ss_saltpool_t *pool, *udp_pool; /* NULL: none */
-	ss_saltpool_t own[2];           /* this codec's TCP and UDP pools, if it made them */
-	/* Another server codec whose replay pools this one uses (workers after
-	 * the first use the first's): a salt is refused whichever sees it. */
-	const struct ss_codec *share;
-	ss_2022_users_t users; /* SIP022 server with "users" */
+	size_t udp_tail; /* at most SS_CODEC_UDP_TAIL_MAX */
+	_Alignas(16) unsigned char priv[SS_CODEC_PRIV_SIZE];
 } ss_codec_t;
 
 /* The operations of a codec. Those marked optional may be NULL: the
@@ -174,8 +143,11 @@ typedef struct ss_codec_ops {
 	bool identity;
 	size_t state_size; /* one TCP direction's state */
 
+	/* Fills k->layout, k->udp_rx_lead and k->udp_tail for k's method,
+	 * once, at setup. */
+	void (*describe)(ss_codec_t *k);
 	/* A server's replay pools and users (optional). 0 or -errno with err. */
-	int (*server_setup)(ss_codec_t *k, const ss_config_t *cfg, char *err, size_t errlen);
+	int (*server_setup)(ss_codec_t *k, const struct ss_config *cfg, char *err, size_t errlen);
 	/* A slot's state (optional): init on its first use (0 or -errno), reset
 	 * when a connection ends (wipes keys, keeps what init made), free when
 	 * the slot goes. */
@@ -282,45 +254,23 @@ typedef struct ss_codec_ops {
 	void (*udp_seen)(ss_codec_t *k, void *memo, const ss_codec_dgram_t *d);
 } ss_codec_ops_t;
 
-/* Shared by the codecs. */
-/* server_setup's error when a salt pool cannot be reserved: -ENOMEM. */
-int ss_codec_pool_error(const ss_config_t *cfg, char *err, size_t errlen);
-/* put_target for a codec that sends the target in front of the plaintext. */
-size_t ss_codec_target_inline(ss_codec_t *k, const ss_addr_t *target, uint8_t *lead, size_t room);
-/* slot0 for a codec whose slot 0 is always whole. */
-size_t ss_codec_slot0_full(ss_codec_t *k, const void *enc, const ss_addr_t *req_target);
-/* For a codec whose server datagrams open whole in udp_open_request: keys
- * d by its source and gives where to put the opened datagram... */
-ss_codec_pkt_t *ss_codec_dgram_by_source(ss_codec_dgram_t *d, const struct sockaddr *from,
-					 socklen_t fromlen);
-/* ...and udp_accept for it. */
-const char *ss_codec_udp_accept_opened(ss_codec_t *k, void *rst, void *ast, ss_codec_dgram_t *d,
-				       uint64_t now, ss_codec_pkt_t *p);
-
-extern const ss_codec_ops_t ss_codec_aead; /* SIP004 */
-extern const ss_codec_ops_t ss_codec_2022; /* SIP022, SIP023 */
-extern const ss_codec_ops_t ss_codec_none; /* no encryption */
-
 /* Picks the codec for cfg's method and sets up k for a server (replay
  * pools sized by cfg->replay_capacity, users) or a client. cfg must outlive
  * k. 0 or -errno with err holding one line. */
-int ss_codec_setup(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backend_t *be,
+int ss_codec_setup(ss_codec_t *k, const struct ss_config *cfg, const struct ss_crypto_backend *be,
 		   bool server, char *err, size_t errlen);
 /* As ss_codec_setup for a server, with share's replay pools instead of
  * pools of its own (share outlives k; ss_codec_share_pools made them safe
  * for threads first). */
-int ss_codec_setup_shared(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backend_t *be,
-			  const ss_codec_t *share, char *err, size_t errlen);
-/* Lets codecs on other threads use k's replay pools (ss_saltpool_share). */
+int ss_codec_setup_shared(ss_codec_t *k, const struct ss_config *cfg,
+			  const struct ss_crypto_backend *be, const ss_codec_t *share, char *err,
+			  size_t errlen);
+/* Lets codecs on other threads use k's replay pools. */
 void ss_codec_share_pools(ss_codec_t *k);
-/* For a server's setup: its replay pool i (0: TCP, 1: UDP), the shared
- * codec's or a new one of capacity salts kept ttl seconds (0: the last
- * capacity salts, first in first out). NULL when it cannot be reserved. */
-ss_saltpool_t *ss_codec_replay_pool(ss_codec_t *k, int i, size_t capacity, uint64_t ttl);
 /* A client's codec for method with key (and a 2022 method's psks), which
  * must outlive k: each server of ss-local and ss-tunnel has its own. */
-void ss_codec_setup_client(ss_codec_t *k, const ss_method_t *method, const uint8_t *key,
-			   const ss_psk_list_t *psks, const ss_crypto_backend_t *be);
+void ss_codec_setup_client(ss_codec_t *k, const struct ss_method *method, const uint8_t *key,
+			   const struct ss_psk_list *psks, const struct ss_crypto_backend *be);
 /* Releases what ss_codec_setup made. Safe on a zeroed ss_codec_t, and twice. */
 void ss_codec_free(ss_codec_t *k);
 
@@ -328,11 +278,19 @@ void ss_codec_free(ss_codec_t *k);
  * operations on the same method, on the same side. The keys come with
  * start, so codecs with other keys share states; a connection slot keeps
  * one pair of states per class of codecs it has used. */
-static inline bool ss_codec_same_states(const ss_codec_t *a, const ss_codec_t *b)
-{
-	return a->ops == b->ops && a->method == b->method && a->be == b->be &&
-	       a->server == b->server;
-}
+bool ss_codec_same_states(const ss_codec_t *a, const ss_codec_t *b);
+
+/* The crypto beneath the codecs, as the programs see it. Initialises the
+ * libraries, once per process or again: 0 or -1. */
+int ss_codec_global_init(void);
+/* The backend the programs' codecs use (the build's library, with our own
+ * code where it was built and not switched off). */
+const struct ss_crypto_backend *ss_codec_backend(void);
+/* What seals m's traffic through be on this CPU, one line into buf, for
+ * the start-up line and --check: "ChaCha20-Poly1305: OpenSSL 3.0.19 EVP",
+ * "no encryption". Returns buf. */
+const char *ss_codec_impl(const struct ss_crypto_backend *be, const struct ss_method *m, char *buf,
+			  size_t len);
 
 /* A state size rounded up so that states placed back to back stay 64-byte
  * aligned. */

@@ -12,34 +12,73 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "codec/codec.h"
+#include "codec/codec_internal.h"
 #include "crypto/window.h"
 #include "util/log.h"
 #include "util/result.h"
 
+/* The relay buffer as this codec's encoder fills it: the stream's header
+ * before slot 0, then a chunk per slot, each slot's plaintext between its
+ * sealed length and its tag.
+ *
+ *   first = 1344, stride = 65442, payload = 65408, 4 slots:
+ *
+ *   0        1344-h     1344                 66752  66768     66786
+ *   |         [ header ][ slot 0 plaintext  ][ tag ][len+tag][ slot 1 ...
+ *
+ * The header is a request's (salt, identity headers, fixed and variable
+ * header, at most SS_2022_REQ_HDR_MAX bytes) or a response's; a request's
+ * slot 0 takes at most what its variable header leaves (c22_slot0). */
+#define C22_FIRST ((SS_2022_REQ_HDR_MAX + 63) & ~63)
+/* The protocol's maximum rounded down to a multiple of 128, on which
+ * OpenSSL's ChaCha20-Poly1305 runs a third faster. */
+#define C22_SLOT (SS_2022_MAX_PAYLOAD & ~127)
+#define C22_STRIDE (C22_SLOT + SS_2022_CHUNK_OVERHEAD)
+#define C22_SLOTS 4
+SS_CODEC_LAYOUT_FITS("SIP022", C22_FIRST, C22_SLOT, C22_STRIDE, C22_SLOTS);
+/* The largest layout: the relay buffer is its size. */
+_Static_assert(SS_RELAY_BUF_SIZE == ((SS_CODEC_END(C22_FIRST, C22_STRIDE, C22_SLOTS) + 63) & ~63),
+	       "SS_RELAY_BUF_SIZE is SIP022's buffer, rounded up to 64 bytes");
+_Static_assert(SS_AEAD_TAG_LEN <= SS_CODEC_UDP_TAIL_MAX, "SS_CODEC_UDP_TAIL_MAX");
+
+/* A datagram is its separate header, then the sealed body and its tag,
+ * opened where it lands. */
+static void c22_describe(ss_codec_t *k)
+{
+	k->layout = (ss_codec_layout_t){C22_FIRST, C22_STRIDE, C22_SLOT, C22_SLOTS};
+	k->udp_rx_lead = 0;
+	k->udp_tail = SS_AEAD_TAG_LEN;
+}
+
 static ss_2022_users_t *c22_users(ss_codec_t *k)
 {
-	return k->users.n ? &k->users : NULL;
+	ss_codec_priv_t *kp = ss_codec_priv(k);
+
+	return kp->users.n ? &kp->users : NULL;
 }
 
 /* The PSK that keys a client's sessions: the last of its list. */
 static const uint8_t *c22_user_psk(const ss_codec_t *k)
 {
-	return k->psks->keys[k->psks->n - 1];
+	const ss_psk_list_t *psks = ss_codec_priv_const(k)->psks;
+
+	return psks->keys[psks->n - 1];
 }
 
 /* The request salts of the last 60 s, and the users. */
 static int c22_server_setup(ss_codec_t *k, const ss_config_t *cfg, char *err, size_t errlen)
 {
+	ss_codec_priv_t *kp = ss_codec_priv(k);
 	int rc;
 
-	if (!(k->pool = ss_codec_replay_pool(k, 0, (size_t)cfg->replay_capacity, SS_2022_SALT_TTL)))
+	if (!(kp->pool =
+		  ss_codec_replay_pool(k, 0, (size_t)cfg->replay_capacity, SS_2022_SALT_TTL)))
 		return ss_codec_pool_error(cfg, err, errlen);
 	if (!cfg->n_users)
 		return 0;
-	rc = ss_2022_users_init(&k->users, cfg->method, k->be, cfg->n_users);
+	rc = ss_2022_users_init(&kp->users, cfg->method, kp->be, cfg->n_users);
 	for (size_t i = 0; rc == 0 && i < cfg->n_users; i++)
-		rc = ss_2022_users_add(&k->users, cfg->users[i].key, (void *)cfg->users[i].name);
+		rc = ss_2022_users_add(&kp->users, cfg->users[i].key, (void *)cfg->users[i].name);
 	if (rc < 0)
 		snprintf(err, errlen, "cannot set up the users: %s", strerror(-rc));
 	return rc;
@@ -47,7 +86,9 @@ static int c22_server_setup(ss_codec_t *k, const ss_config_t *cfg, char *err, si
 
 static int c22_init(ss_codec_t *k, void *st)
 {
-	return ss_2022_stream_init(st, k->method, k->be);
+	const ss_codec_priv_t *kp = ss_codec_priv(k);
+
+	return ss_2022_stream_init(st, kp->method, kp->be);
 }
 
 static void c22_reset(ss_codec_t *k, void *st)
@@ -66,17 +107,20 @@ static void c22_free(ss_codec_t *k, void *st)
  * for its request to be sealed (bind). */
 static void c22_start(ss_codec_t *k, void *enc, void *dec)
 {
+	ss_codec_priv_t *kp = ss_codec_priv(k);
+
 	(void)enc;
-	if (k->server)
-		ss_2022_dec_start_server(dec, k->key, c22_users(k), k->pool);
+	if (kp->server)
+		ss_2022_dec_start_server(dec, kp->key, c22_users(k), kp->pool);
 }
 
 static int c22_bind(ss_codec_t *k, const void *req, void *other)
 {
+	const ss_codec_priv_t *kp = ss_codec_priv(k);
 	const ss_2022_stream_t *r = req;
 
-	if (k->server)
-		return ss_2022_enc_start_response(other, r->user ? r->user->key : k->key, r->salt);
+	if (kp->server)
+		return ss_2022_enc_start_response(other, r->user ? r->user->key : kp->key, r->salt);
 	ss_2022_dec_start_client(other, c22_user_psk(k), r->salt);
 	return 0;
 }
@@ -111,6 +155,7 @@ static size_t c22_slot0(ss_codec_t *k, const void *enc, const ss_addr_t *req_tar
 static int c22_seal(ss_codec_t *k, void *enc, uint8_t *buf, size_t total, uint64_t now,
 		    const ss_addr_t *req_target, struct iovec *iov, size_t *niov)
 {
+	const ss_codec_priv_t *kp = ss_codec_priv(k);
 	const ss_codec_layout_t *l = &k->layout;
 	ss_2022_stream_t *s = enc;
 	uint8_t *payload = buf + l->first, *start;
@@ -122,7 +167,7 @@ static int c22_seal(ss_codec_t *k, void *enc, uint8_t *buf, size_t total, uint64
 		if (n && ss_2022_enc_chunk(s, start, n) < 0)
 			return SS_ERR;
 		len = n ? n + SS_2022_CHUNK_OVERHEAD : 0;
-	} else if (!k->server) {
+	} else if (!kp->server) {
 		uint8_t addr[SS_ADDR_MAX_ENCODED];
 		ss_2022_request_t req = {.addr = addr, .padding = SS_2022_PAD_AUTO, .now = now};
 		long h;
@@ -130,13 +175,13 @@ static int c22_seal(ss_codec_t *k, void *enc, uint8_t *buf, size_t total, uint64
 		if (!req_target)
 			return SS_ERR;
 		req.addr_len = ss_addr_encode(req_target, addr, sizeof(addr));
-		h = ss_2022_enc_request(s, k->psks, &req, payload, n, l->first);
+		h = ss_2022_enc_request(s, kp->psks, &req, payload, n, l->first);
 		if (h < 0)
 			return SS_ERR;
 		start = payload - h;
 		len = (size_t)h + n + SS_AEAD_TAG_LEN;
 	} else {
-		size_t h = SS_2022_RESP_HDR_LEN(k->method);
+		size_t h = SS_2022_RESP_HDR_LEN(kp->method);
 
 		start = payload - h;
 		if (n == 0 || ss_2022_enc_response(s, start, n, now) < 0)
@@ -177,7 +222,7 @@ static int c22_decode(ss_codec_t *k, void *dec, uint8_t *buf, size_t len, uint64
 		memset(hdr, 0, sizeof(*hdr));
 		if (h.done) {
 			hdr->done = true;
-			hdr->has_target = k->server;
+			hdr->has_target = ss_codec_priv(k)->server;
 			hdr->target = h.target;
 			hdr->user = h.user ? h.user->data : NULL;
 			hdr->timestamp = h.timestamp;
@@ -230,10 +275,11 @@ static uint64_t c22_new_id(void)
 
 static int c22_udp_init(ss_codec_t *k, void *rst)
 {
+	const ss_codec_priv_t *kp = ss_codec_priv(k);
 	c22_udp_t *r = rst;
-	int rc = k->server
-		     ? ss_2022_udp_init_server(&r->u22, k->method, k->be, k->key, c22_users(k))
-		     : ss_2022_udp_init_client(&r->u22, k->method, k->be, k->psks);
+	int rc = kp->server
+		     ? ss_2022_udp_init_server(&r->u22, kp->method, kp->be, kp->key, c22_users(k))
+		     : ss_2022_udp_init_client(&r->u22, kp->method, kp->be, kp->psks);
 
 	for (size_t i = 0; rc == 0 && i < C22_SCRATCH; i++)
 		rc = ss_2022_udp_session_init(&r->u22, &r->scratch[i]);
@@ -313,7 +359,7 @@ static long c22_udp_seal(ss_codec_t *k, void *rst, void *ast, uint8_t *buf, size
 	ss_2022_udp_msg_t msg = {.addr = addr,
 				 .addr_len = addr_len,
 				 .now = now,
-				 .client_session_id = k->server ? a->rx.id : 0};
+				 .client_session_id = ss_codec_priv(k)->server ? a->rx.id : 0};
 	size_t start;
 	long w = ss_2022_udp_seal(&r->u22, &a->tx, &msg, buf, (size_t)(addr + addr_len - buf), n,
 				  cap, &start);
@@ -489,6 +535,7 @@ static const char *c22_udp_user(ss_codec_t *k, const ss_codec_dgram_t *d)
 const ss_codec_ops_t ss_codec_2022 = {
     .name = "SIP022",
     .state_size = sizeof(ss_2022_stream_t),
+    .describe = c22_describe,
     .server_setup = c22_server_setup,
     .init = c22_init,
     .reset = c22_reset,

@@ -5,25 +5,53 @@
 #include <errno.h>
 #include <string.h>
 
-#include "codec/codec.h"
+#include "codec/codec_internal.h"
 #include "util/result.h"
+
+/* The relay buffer as this codec's encoder fills it: the salt before the
+ * first chunk, then chunks back to back, one per slot, each slot's
+ * plaintext between its sealed length and its tag.
+ *
+ *   first = 50, stride = 16290, payload = 16256, 16 slots:
+ *
+ *   0     32-salt 32      50                  16306  16322     16340
+ *   |      [salt][len+tag][ slot 0 plaintext ][ tag ][len+tag][ slot 1 ...
+ *
+ * A salt shorter than 32 bytes starts later; the chunks do not move. */
+#define AEAD_FIRST (SS_MAX_SALT_LEN + SS_AEAD_CHUNK_HDR)
+#define AEAD_SLOT SS_AEAD_FILL_PAYLOAD
+#define AEAD_STRIDE (AEAD_SLOT + SS_AEAD_CHUNK_OVERHEAD)
+#define AEAD_SLOTS 16
+SS_CODEC_LAYOUT_FITS("SIP004", AEAD_FIRST, AEAD_SLOT, AEAD_STRIDE, AEAD_SLOTS);
+_Static_assert(SS_AEAD_TAG_LEN <= SS_CODEC_UDP_TAIL_MAX, "SS_CODEC_UDP_TAIL_MAX");
+
+/* A datagram is [salt][sealed address + payload][tag]. */
+static void aead_describe(ss_codec_t *k)
+{
+	k->layout = (ss_codec_layout_t){AEAD_FIRST, AEAD_STRIDE, AEAD_SLOT, AEAD_SLOTS};
+	k->udp_rx_lead = ss_codec_priv(k)->method->salt_len;
+	k->udp_tail = SS_AEAD_TAG_LEN;
+}
 
 /* The last replay_capacity salts of connections whose first chunk
  * authenticated, and apart from them those of datagrams that opened, so
  * that datagrams cannot push out a connection's salt. */
 static int aead_server_setup(ss_codec_t *k, const ss_config_t *cfg, char *err, size_t errlen)
 {
+	ss_codec_priv_t *kp = ss_codec_priv(k);
 	size_t cap = (size_t)cfg->replay_capacity;
 
-	if (!(k->pool = ss_codec_replay_pool(k, 0, cap, 0)) ||
-	    (cfg->mode != SS_MODE_TCP_ONLY && !(k->udp_pool = ss_codec_replay_pool(k, 1, cap, 0))))
+	if (!(kp->pool = ss_codec_replay_pool(k, 0, cap, 0)) ||
+	    (cfg->mode != SS_MODE_TCP_ONLY && !(kp->udp_pool = ss_codec_replay_pool(k, 1, cap, 0))))
 		return ss_codec_pool_error(cfg, err, errlen);
 	return 0;
 }
 
 static int aead_init(ss_codec_t *k, void *st)
 {
-	return ss_aead_stream_init(st, k->method, k->be);
+	const ss_codec_priv_t *kp = ss_codec_priv(k);
+
+	return ss_aead_stream_init(st, kp->method, kp->be);
 }
 
 static void aead_reset(ss_codec_t *k, void *st)
@@ -40,11 +68,13 @@ static void aead_free(ss_codec_t *k, void *st)
 
 static void aead_start(ss_codec_t *k, void *enc, void *dec)
 {
+	ss_codec_priv_t *kp = ss_codec_priv(k);
+
 	(void)enc; /* its salt is drawn when it first seals */
-	if (k->server)
-		ss_aead_dec_start_server(dec, k->key, k->pool);
+	if (kp->server)
+		ss_aead_dec_start_server(dec, kp->key, kp->pool);
 	else
-		ss_aead_dec_start(dec, k->key);
+		ss_aead_dec_start(dec, kp->key);
 }
 
 /* The chunks run back to back from slot 0's, after the salt on the first
@@ -52,6 +82,7 @@ static void aead_start(ss_codec_t *k, void *enc, void *dec)
 static int aead_seal(ss_codec_t *k, void *enc, uint8_t *buf, size_t total, uint64_t now,
 		     const ss_addr_t *req_target, struct iovec *iov, size_t *niov)
 {
+	const ss_codec_priv_t *kp = ss_codec_priv(k);
 	const ss_codec_layout_t *l = &k->layout;
 	ss_aead_stream_t *s = enc;
 	uint8_t *start = buf + l->first - SS_AEAD_CHUNK_HDR, *end = start;
@@ -59,8 +90,8 @@ static int aead_seal(ss_codec_t *k, void *enc, uint8_t *buf, size_t total, uint6
 	(void)req_target;
 
 	if (!s->have_salt) {
-		start -= k->method->salt_len;
-		if (ss_aead_enc_start(s, k->key, start) < 0)
+		start -= kp->method->salt_len;
+		if (ss_aead_enc_start(s, kp->key, start) < 0)
 			return SS_ERR;
 	}
 	for (size_t i = 0; total; i++) {
@@ -103,25 +134,28 @@ static const char *aead_why(ss_codec_t *k, const void *dec)
 
 static int aead_udp_init(ss_codec_t *k, void *rst)
 {
-	return k->be->aead_init(rst, k->method->alg);
+	const ss_codec_priv_t *kp = ss_codec_priv(k);
+
+	return kp->be->aead_init(rst, kp->method->alg);
 }
 
 static void aead_udp_free(ss_codec_t *k, void *rst)
 {
-	k->be->aead_free(rst);
+	ss_codec_priv(k)->be->aead_free(rst);
 }
 
 static long aead_udp_seal(ss_codec_t *k, void *rst, void *ast, uint8_t *buf, size_t cap,
 			  uint8_t *addr, size_t addr_len, size_t n, uint64_t now, uint8_t **out)
 {
-	const ss_method_t *m = k->method;
+	const ss_codec_priv_t *kp = ss_codec_priv(k);
+	const ss_method_t *m = kp->method;
 	(void)ast;
 	(void)now;
 
 	if ((size_t)(addr - buf) < m->salt_len)
 		return -ENOSPC;
 	*out = addr - m->salt_len;
-	return ss_aead_seal_packet(m, k->be, rst, k->key, addr, addr_len + n, *out,
+	return ss_aead_seal_packet(m, kp->be, rst, kp->key, addr, addr_len + n, *out,
 				   cap - (size_t)(*out - buf));
 }
 
@@ -129,13 +163,14 @@ static long aead_udp_seal(ss_codec_t *k, void *rst, void *ast, uint8_t *buf, siz
 static const char *aead_udp_open(ss_codec_t *k, void *rst, uint8_t *wire, size_t len,
 				 ss_codec_pkt_t *p, bool replays)
 {
+	const ss_codec_priv_t *kp = ss_codec_priv(k);
 	uint8_t *plain;
-	long plen = ss_aead_open_packet(k->method, k->be, rst, k->key, wire, len, &plain);
+	long plen = ss_aead_open_packet(kp->method, kp->be, rst, kp->key, wire, len, &plain);
 	size_t used;
 
 	if (plen < 0)
 		return "failed to decrypt";
-	if (replays && ss_saltpool_check_add(k->udp_pool, wire, k->method->salt_len, 0) != 0)
+	if (replays && ss_saltpool_check_add(kp->udp_pool, wire, kp->method->salt_len, 0) != 0)
 		return "repeated salt, possible replay";
 	if (ss_addr_parse(plain, (size_t)plen, &p->addr, &used) != SS_OK)
 		return "bad address header";
@@ -166,6 +201,7 @@ static const char *aead_udp_open_request(ss_codec_t *k, void *rst, uint8_t *wire
 const ss_codec_ops_t ss_codec_aead = {
     .name = "SIP004 AEAD",
     .state_size = sizeof(ss_aead_stream_t),
+    .describe = aead_describe,
     .server_setup = aead_server_setup,
     .init = aead_init,
     .reset = aead_reset,

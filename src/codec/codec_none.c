@@ -5,8 +5,17 @@
  * calls decode only on a server's first flight, to find the target. */
 #include <string.h>
 
-#include "codec/codec.h"
+#include "codec/codec_internal.h"
 #include "util/result.h"
+
+/* The relay buffer holds the plaintext as it is, from 0: one slot, the
+ * whole buffer. A datagram carries nothing around its plaintext. */
+static void none_describe(ss_codec_t *k)
+{
+	k->layout = (ss_codec_layout_t){0, SS_RELAY_BUF_SIZE, SS_RELAY_BUF_SIZE, 1};
+	k->udp_rx_lead = 0;
+	k->udp_tail = 0;
+}
 
 static int none_seal(ss_codec_t *k, void *enc, uint8_t *buf, size_t total, uint64_t now,
 		     const ss_addr_t *req_target, struct iovec *iov, size_t *niov)
@@ -93,6 +102,7 @@ static const char *none_udp_open_request(ss_codec_t *k, void *rst, uint8_t *wire
 const ss_codec_ops_t ss_codec_none = {
     .name = "none",
     .identity = true,
+    .describe = none_describe,
     .put_target = ss_codec_target_inline,
     .slot0 = ss_codec_slot0_full,
     .seal = none_seal,

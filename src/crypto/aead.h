@@ -9,6 +9,7 @@
 #include "crypto/method.h"
 #include "crypto/primitives.h"
 #include "crypto/saltpool.h"
+#include "util/span.h"
 
 /* SIP004 AEAD stream codec, one per direction.
  *
@@ -23,11 +24,6 @@
 #define SS_AEAD_CHUNK_OVERHEAD (2 + 2 * SS_AEAD_TAG_LEN)
 /* Offset of the payload inside a chunk. */
 #define SS_AEAD_CHUNK_HDR (2 + SS_AEAD_TAG_LEN)
-
-typedef struct ss_span {
-	uint8_t *ptr;
-	size_t len;
-} ss_span_t;
 
 typedef struct ss_aead_stream {
 	const ss_method_t *method;

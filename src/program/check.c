@@ -8,8 +8,8 @@
 #include <ev.h>
 #include <string.h>
 
+#include "codec/codec.h"
 #include "config/config_internal.h"
-#include "crypto/primitives.h"
 #include "net/plugin.h"
 #include "net/resolver.h"
 #include "net/sock.h"
@@ -159,7 +159,7 @@ static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *
 
 	if (server) {
 		fprintf(out, "method: %s (%s)\n", cfg->method->name,
-			ss_crypto_describe(ss_crypto_default(), cfg->method, what, sizeof(what)));
+			ss_codec_impl(ss_codec_backend(), cfg->method, what, sizeof(what)));
 		if (cfg->n_users)
 			fprintf(out, "users: %zu\n", cfg->n_users);
 		for (size_t i = 0; i < cfg->n_servers; i++) {

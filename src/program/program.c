@@ -6,9 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codec/codec.h"
 #include "config/config.h"
-#include "crypto/method.h"
-#include "crypto/primitives.h"
 #include "program/check.h"
 #include "relay/instance.h"
 #include "relay/workers.h"
@@ -208,7 +207,7 @@ static bool program_configure(ss_config_t *cfg, ss_prog_t prog, int argc, char *
 	char err[1024];
 
 	*status = 1;
-	if (ss_crypto_global_init() < 0) {
+	if (ss_codec_global_init() < 0) {
 		fprintf(stderr, "%s%s: cannot initialise the crypto library\n",
 			ss_log_stderr_prefix(SS_LOG_ERROR), name);
 		return false;
@@ -312,7 +311,7 @@ static void program_log_started(const ss_config_t *cfg, const char *name)
 
 	if (m)
 		ss_notice("%s %s started, method %s (%s)", name, SS_VERSION, m->name,
-			  ss_crypto_describe(ss_crypto_default(), m, what, sizeof(what)));
+			  ss_codec_impl(ss_codec_backend(), m, what, sizeof(what)));
 	else
 		ss_notice("%s %s started, %zu servers with methods of their own", name, SS_VERSION,
 			  cfg->n_servers);

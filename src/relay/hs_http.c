@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "crypto/primitives.h"
+#include "codec/secret.h"
 #include "proto/http.h"
 #include "proto/socks5.h"
 #include "relay/conn.h"
@@ -73,7 +73,7 @@ static bool http_authorized(const ss_conn_t *c, const uint8_t *hs, const ss_http
 	if (req->has_auth &&
 	    ss_http_basic_login(hs + req->auth.off, req->auth.len, scratch, &login) == SS_OK)
 		ok = ss_socks5_login_check(cfg->socks_creds, cfg->n_socks_creds, &login);
-	ss_wipe(scratch, sizeof(scratch));
+	ss_secret_wipe(scratch, sizeof(scratch));
 	return ok;
 }
 
@@ -120,7 +120,7 @@ static void http_plain(ss_conn_t *c, uint8_t *hs, const ss_http_req_t *req)
 	memcpy(hs, head, n);
 	/* What is left of the client's head held its credentials. */
 	if (c->hs.fill > n + rest)
-		ss_wipe(hs + n + rest, c->hs.fill - n - rest);
+		ss_secret_wipe(hs + n + rest, c->hs.fill - n - rest);
 	c->hs.fill = (uint16_t)(n + rest);
 	c->hs.stage = SS_STAGE_HTTP_PLAIN;
 	c->in_framed = true;
@@ -217,7 +217,7 @@ int ss_hs_http_next(ss_conn_t *c)
 	/* What follows is the start of the request after it. */
 	size_t left = rest - body;
 	memmove(hs, hs + req.head_len + body, left);
-	ss_wipe(hs + left, c->hs.fill - left);
+	ss_secret_wipe(hs + left, c->hs.fill - left);
 	c->hs.fill = (uint16_t)left;
 	return SS_OK;
 }
@@ -242,7 +242,7 @@ void ss_hs_http_inbound(ss_conn_t *c, uint8_t *hs)
 	}
 	if (c->inst->cfg->n_socks_creds > 0 && !http_authorized(c, hs, &req)) {
 		/* As a failed SOCKS5 login: the refusal log, never the name. */
-		ss_wipe(hs, c->hs.fill);
+		ss_secret_wipe(hs, c->hs.fill);
 		http_status(c, 407);
 		shutdown(c->side[SS_IN].fd, SHUT_WR);
 		ss_conn_refuse(c, req.has_auth ? "HTTP proxy login failed"
@@ -255,7 +255,7 @@ void ss_hs_http_inbound(ss_conn_t *c, uint8_t *hs)
 	}
 	c->target = req.dst;
 	/* The head goes no further; its credentials need not stay. */
-	ss_wipe(hs, req.head_len);
+	ss_secret_wipe(hs, req.head_len);
 	ss_hs_local_connect(c, SS_SOCKS5_CMD_CONNECT, req.head_len);
 }
 
@@ -290,7 +290,7 @@ int ss_hs_http_answers(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep)
 static void http_held_end(ss_conn_t *c, int status, bool refused, const char *why)
 {
 	if (c->dir[SS_IN].buf)
-		ss_wipe(c->dir[SS_IN].buf + SS_HS_OFF, c->hs.fill);
+		ss_secret_wipe(c->dir[SS_IN].buf + SS_HS_OFF, c->hs.fill);
 	c->hs.fill = 0;
 	if (status)
 		http_status(c, status);

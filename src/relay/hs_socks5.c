@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "crypto/primitives.h"
+#include "codec/secret.h"
 #include "proto/socks4.h"
 #include "proto/socks5.h"
 #include "proto/socks5_auth.h"
@@ -100,7 +100,7 @@ static bool socks5_login(ss_conn_t *c, uint8_t *hs)
 	bool ok = r == SS_OK && ss_socks5_login_check(cfg->socks_creds, cfg->n_socks_creds, &login);
 	ss_hs_local_send(c, out, ss_socks5_encode_login_reply(ok, out));
 	if (!ok) {
-		ss_wipe(hs, c->hs.fill);
+		ss_secret_wipe(hs, c->hs.fill);
 		/* The name is not logged: a client may have sent its password
 		 * there, or something else it did not mean to be kept. */
 		shutdown(c->side[SS_IN].fd, SHUT_WR);
@@ -108,7 +108,7 @@ static bool socks5_login(ss_conn_t *c, uint8_t *hs)
 					     : "malformed SOCKS5 login (RFC 1929)");
 		return false;
 	}
-	ss_wipe(hs, used);
+	ss_secret_wipe(hs, used);
 	socks5_consume(c, used);
 	c->hs.stage = SS_STAGE_REQUEST;
 	return true;

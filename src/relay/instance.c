@@ -391,7 +391,7 @@ int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsi
 	}
 	/* An embedding program has not done it as ss_program_main does; it
 	 * may be done again. */
-	if (ss_crypto_global_init() < 0) {
+	if (ss_codec_global_init() < 0) {
 		snprintf(err, errlen, "cannot initialise the crypto library");
 		return -EIO;
 	}
@@ -421,7 +421,7 @@ int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsi
 	inst->splice_ok =
 	    ss_splice_supported() &&
 	    ss_pipe_pool_init(&inst->pipes, NULL, instance_share(SPLICE_PIPES, count)) == 0;
-	inst->be = ss_crypto_default();
+	inst->be = ss_codec_backend();
 	inst->ops = cfg->prog == SS_PROG_SERVER   ? &ss_hs_server
 		    : cfg->prog == SS_PROG_TUNNEL ? &ss_hs_tunnel
 		    : cfg->prog == SS_PROG_REDIR  ? &ss_hs_redir

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "crypto/primitives.h"
+#include "codec/secret.h"
 #include "relay/conn.h"
 #include "relay/instance.h"
 #include "util/log.h"
@@ -16,7 +16,7 @@ static double servers_rnd(void)
 {
 	uint32_t r;
 
-	ss_random_bytes(&r, sizeof(r));
+	ss_secret_random(&r, sizeof(r));
 	return r / 4294967296.0;
 }
 
@@ -390,7 +390,7 @@ int ss_servers_init(ss_servers_t *set, struct ss_instance *inst, char *err, size
 		/* One server: the start-up line says it all. */
 		ss_log(cfg->n_servers > 1 ? SS_LOG_NOTICE : SS_LOG_INFO,
 		       "server %s: method %s (%s)", s->name, e->method->name,
-		       ss_crypto_describe(inst->be, e->method, what, sizeof(what)));
+		       ss_codec_impl(inst->be, e->method, what, sizeof(what)));
 	}
 	return 0;
 }

@@ -11,7 +11,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "crypto/aead.h"
 #include "net/sock.h"
 #include "net/transparent.h"
 #include "proto/addr.h"

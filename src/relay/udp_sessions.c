@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "crypto/primitives.h"
+#include "codec/secret.h"
 #include "relay/udp_table.h"
 
 int ss_udp_sessions_init(ss_udp_sessions_t *t, size_t memo_size, double ttl, size_t live_max,
@@ -31,7 +31,7 @@ int ss_udp_sessions_init(ss_udp_sessions_t *t, size_t memo_size, double ttl, siz
 	pthread_mutex_init(&t->lock, NULL);
 	t->memo_size = memo_size;
 	t->ttl = ttl;
-	ss_random_bytes(t->seed, sizeof(t->seed));
+	ss_secret_random(t->seed, sizeof(t->seed));
 	t->ready = true;
 	return 0;
 }
@@ -42,7 +42,7 @@ void ss_udp_sessions_free(ss_udp_sessions_t *t)
 		return;
 	/* The memories hold packet ids, not keys; wiped all the same. */
 	for (size_t i = 0; i < t->pool.fresh; i++)
-		ss_wipe(ss_pool_at(&t->pool, i), t->pool.obj_size);
+		ss_secret_wipe(ss_pool_at(&t->pool, i), t->pool.obj_size);
 	ss_pool_destroy(&t->pool);
 	free(t->buckets);
 	pthread_mutex_destroy(&t->lock);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crypto/primitives.h"
+#include "codec/secret.h"
 
 /* Addresses are compared and hashed in one canonical form, so a client seen
  * as 1.2.3.4 and as ::ffff:1.2.3.4 is one client. */
@@ -76,7 +76,7 @@ int ss_udp_table_init(ss_udp_table_t *t, size_t entry_size, size_t keep_from, si
 		return -ENOMEM;
 	}
 	t->max = max;
-	ss_random_bytes(t->seed, sizeof(t->seed));
+	ss_secret_random(t->seed, sizeof(t->seed));
 	return 0;
 }
 

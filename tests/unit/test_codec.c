@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The three codecs, driven through codec/codec.h alone, as the relay drives
- * them: a client's request sealed into slots and opened by a server across
- * every way the wire can be cut into reads (one byte at a time too), the
- * answer back the same way, replays and wrong keys refused, and datagrams
- * both ways, with their replays and tampering. */
+/* The three codecs, driven through codec/codec.h, as the relay drives them
+ * (only a wrong key is made from the codec's own part, codec_internal.h): a
+ * client's request sealed into slots and opened by a server across every
+ * way the wire can be cut into reads (one byte at a time too), the answer
+ * back the same way, replays and wrong keys refused, and datagrams both
+ * ways, with their replays and tampering. */
 #include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include <cmocka.h>
 
 #include "codec/codec.h"
+#include "codec/codec_internal.h"
 #include "config/config.h"
 #include "crypto/backends.h"
 #include "proto/addr.h"
@@ -723,13 +725,15 @@ static void test_udp_hostile(void **state)
 			ss_codec_t kbad;
 			uend_t bad;
 
-			memcpy(badkey, kc.key, sizeof(badkey));
+			const ss_codec_priv_t *kp = ss_codec_priv(&kc);
+
+			memcpy(badkey, kp->key, sizeof(badkey));
 			badkey[0] ^= 1;
-			badpsks = *kc.psks;
+			badpsks = *kp->psks;
 			if (badpsks.n)
 				badpsks.keys[badpsks.n - 1][0] ^= 1;
-			ss_codec_setup_client(&kbad, kc.method, badkey, &badpsks, kc.be);
-			kbad.server = true;
+			ss_codec_setup_client(&kbad, kp->method, badkey, &badpsks, kp->be);
+			ss_codec_priv(&kbad)->server = true;
 			/* (started as a client's, so that it has a session to
 			 * send with) */
 			uend_open(&bad, &kbad, true);
