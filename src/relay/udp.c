@@ -221,8 +221,9 @@ int ss_udp_assoc_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	return fd;
 }
 
-ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, socklen_t klen,
-				 const struct sockaddr *client, socklen_t clen, uint8_t listener)
+ss_udp_assoc_t *ss_udp_assoc_find_or_add(ss_udp_relay_t *u, const struct sockaddr *key,
+					 socklen_t klen, const struct sockaddr *client,
+					 socklen_t clen, uint8_t listener)
 {
 	ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(&u->table, key, klen);
 	ev_tstamp now = ev_now(u->loop);
@@ -390,7 +391,7 @@ static void udp_listener_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (u->client) {
 		/* The server, and so the codec, is picked after the read: leave
 		 * room for the largest tag. */
-		off = ss_udp_client_in_off(u);
+		off = ss_udp_client_read_off(u);
 		udp_batch(u, l, w->fd, off, SS_UDP_BUF_SIZE - off - SS_CODEC_UDP_TAIL_MAX, u->redir,
 			  ss_udp_client_inbound, udp_listener_error);
 	} else {

@@ -59,7 +59,7 @@ static ss_udp_assoc_t *udp_socks5_assoc(ss_udp_relay_t *u, const struct sockaddr
 	if (!pp)
 		return NULL;
 	*why = "no association";
-	a = ss_udp_assoc_get(u, client, clen, client, clen, listener);
+	a = ss_udp_assoc_find_or_add(u, client, clen, client, clen, listener);
 	if (!a)
 		return NULL;
 	/* Making it may have evicted another association, whose connection
@@ -259,7 +259,7 @@ static void udp_redir_answer(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_code
 
 /* Where a datagram from an application lands in its slot: the target's
  * address goes at SS_UDP_HEAD and the payload right after it. */
-size_t ss_udp_client_in_off(ss_udp_relay_t *u)
+size_t ss_udp_client_read_off(ss_udp_relay_t *u)
 {
 	uint8_t scratch[SS_ADDR_MAX_ENCODED];
 
@@ -270,7 +270,7 @@ size_t ss_udp_client_in_off(ss_udp_relay_t *u)
 	return SS_UDP_HEAD + ss_addr_encode(&u->inst->cfg->tunnel_addr, scratch, sizeof(scratch));
 }
 
-/* A datagram from an application (n bytes at buf + ss_udp_client_in_off):
+/* A datagram from an application (n bytes at buf + ss_udp_client_read_off):
  * seal it and queue it to the server. */
 bool ss_udp_client_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 			   const ss_udp_rxmsg_t *r)
@@ -278,7 +278,7 @@ bool ss_udp_client_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 	struct ss_instance *inst = u->inst;
 	ss_udp_listener_t *l = w;
 	const struct sockaddr *from = (const struct sockaddr *)&r->from;
-	uint8_t *at = buf + SS_UDP_HEAD, *data = buf + ss_udp_client_in_off(u), *out;
+	uint8_t *at = buf + SS_UDP_HEAD, *data = buf + ss_udp_client_read_off(u), *out;
 	size_t addr_len = 0, dlen = n;
 	long sealed;
 
@@ -312,9 +312,9 @@ bool ss_udp_client_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 		return true;
 	}
 	const char *why = "no association";
-	ss_udp_assoc_t *a = u->socks5
-				? udp_socks5_assoc(u, from, r->fromlen, l->index, &why)
-				: ss_udp_assoc_get(u, from, r->fromlen, from, r->fromlen, l->index);
+	ss_udp_assoc_t *a =
+	    u->socks5 ? udp_socks5_assoc(u, from, r->fromlen, l->index, &why)
+		      : ss_udp_assoc_find_or_add(u, from, r->fromlen, from, r->fromlen, l->index);
 	if (!a) {
 		ss_udp_drop(u, from, why);
 		return true;

@@ -46,8 +46,9 @@ int ss_udp_assoc_codec(ss_udp_relay_t *u, ss_udp_assoc_t *a);
 int ss_udp_assoc_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a);
 /* The association of key (touched), or a new one for client (evicting the
  * oldest when the table is full); NULL when it cannot be made. */
-ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, socklen_t klen,
-				 const struct sockaddr *client, socklen_t clen, uint8_t listener);
+ss_udp_assoc_t *ss_udp_assoc_find_or_add(ss_udp_relay_t *u, const struct sockaddr *key,
+					 socklen_t klen, const struct sockaddr *client,
+					 socklen_t clen, uint8_t listener);
 /* Ends it: its socket, its codec state, its session's record. */
 void ss_udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a);
 /* Where a datagram from the other relay lands, so that it opens in place
@@ -57,10 +58,10 @@ size_t ss_udp_wire(const ss_udp_codec_t *x);
 uint64_t ss_udp_now(ss_udp_relay_t *u);
 
 /* Handlers of the watchers (udp.c) for datagrams read into buf, n bytes:
- * clients' from applications (at ss_udp_client_in_off) and from their
+ * clients' from applications (at ss_udp_client_read_off) and from their
  * server (at ss_udp_wire), the server's from clients (at ss_udp_wire) and
  * from targets (at SS_UDP_HEAD). Whether the socket's owner still stands. */
-size_t ss_udp_client_in_off(ss_udp_relay_t *u);
+size_t ss_udp_client_read_off(ss_udp_relay_t *u);
 bool ss_udp_client_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 			   const ss_udp_rxmsg_t *r);
 bool ss_udp_client_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,

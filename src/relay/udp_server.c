@@ -153,8 +153,9 @@ static ss_udp_assoc_t *udp_server_assoc(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 					const struct sockaddr_storage *client, socklen_t clen,
 					uint8_t listener)
 {
-	ss_udp_assoc_t *a = ss_udp_assoc_get(u, (struct sockaddr *)&d->key, d->key_len,
-					     (const struct sockaddr *)client, clen, listener);
+	ss_udp_assoc_t *a =
+	    ss_udp_assoc_find_or_add(u, (struct sockaddr *)&d->key, d->key_len,
+				     (const struct sockaddr *)client, clen, listener);
 	const char *user;
 
 	if (!a)
