@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* The UDP relay of ss-server: datagrams from clients, opened and sent to
- * their targets from the association's socket (full cone), names resolved
- * on the loop; the targets' answers sealed back to the client; and a
- * SIP022 session held by one worker, the others handing its datagrams there
- * (relay/udp_sessions.h). */
+/* The UDP relay's server role (ss-server): datagrams from clients, opened
+ * and sent to their targets from the association's socket (full cone),
+ * names resolved on the loop; the targets' answers sealed back to the
+ * client; and a SIP022 session held by one worker, the others handing its
+ * datagrams there (relay/udp_sessions.h). */
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "net/sock.h"
 #include "proto/addr.h"
 #include "relay/instance.h"
 #include "relay/udp_internal.h"
@@ -153,11 +155,11 @@ static ss_udp_assoc_t *udp_server_assoc(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 					const struct sockaddr_storage *client, socklen_t clen,
 					uint8_t listener)
 {
-	ss_udp_assoc_t *a =
-	    ss_udp_assoc_find_or_add(u, (struct sockaddr *)&d->key, d->key_len,
-				     (const struct sockaddr *)client, clen, listener);
 	const char *user;
+	ss_udp_assoc_t *a;
 
+	a = ss_udp_assoc_find_or_add(u, (struct sockaddr *)&d->key, d->key_len,
+				     (const struct sockaddr *)client, clen, listener);
 	if (!a)
 		return NULL;
 	if (ss_codec_udp_adopt(u->codecs[0].k, u->codecs[0].rst, ss_udp_ast(u, a), d) < 0) {
@@ -261,7 +263,7 @@ static ss_udp_assoc_t *udp_server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 
 /* A datagram from a client (n bytes at buf + ss_udp_wire): open it and queue
  * the payload to its target. */
-bool ss_udp_server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
+static bool server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 			   const ss_udp_rxmsg_t *r)
 {
 	struct ss_instance *inst = u->inst;
@@ -349,7 +351,7 @@ static void udp_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
 
 /* An answer from a target (n bytes at buf + SS_UDP_HEAD): wrap it with the
  * target's address, right before it, seal it and queue it to the client. */
-bool ss_udp_server_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
+static bool server_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 			    const ss_udp_rxmsg_t *r)
 {
 	struct ss_instance *inst = u->inst;
@@ -382,21 +384,24 @@ bool ss_udp_server_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 	return true;
 }
 
-/* ss-server with a codec that has sessions: worker 0 makes the table of
- * every worker's sessions, the others use it; with workers, each takes the
+/* With a codec that has sessions, worker 0 makes the table of every
+ * worker's sessions, the others use it; with workers, each takes the
  * datagrams of its sessions that reach the others. */
-int ss_udp_server_setup(ss_udp_relay_t *u, size_t max_assoc, char *err, size_t errlen)
+static int server_init(ss_udp_relay_t *u, size_t *max, char *err, size_t errlen)
 {
 	struct ss_instance *inst = u->inst;
-	const ss_codec_ops_t *ops = u->codecs[0].k->ops;
+	const ss_codec_ops_t *ops = inst->codec.ops;
+	int rc;
 
-	if (u->client || !ops->udp_memo_size)
+	if ((rc = ss_udp_codec_add(u, &inst->codec, 0, err, errlen)) < 0)
+		return rc;
+	if (!ops->udp_memo_size)
 		return 0;
 	if (inst->first) {
 		u->sessions = inst->first->udp.sessions;
 	} else {
 		if (ss_udp_sessions_init(&u->own_sessions, ops->udp_memo_size, ops->udp_memo_ttl,
-					 max_assoc * inst->workers, SS_UDP_SESSIONS_ENDED) < 0) {
+					 *max * inst->workers, SS_UDP_SESSIONS_ENDED) < 0) {
 			snprintf(err, errlen, "cannot reserve the table of UDP sessions");
 			return -ENOMEM;
 		}
@@ -411,3 +416,87 @@ int ss_udp_server_setup(ss_udp_relay_t *u, size_t max_assoc, char *err, size_t e
 	}
 	return 0;
 }
+
+static void server_closing(ss_udp_relay_t *u)
+{
+	if (u->inbox.q)
+		ss_info("udp: %" PRIu64
+			" datagrams handed to the workers holding their sessions, %" PRIu64
+			" taken from them",
+			u->stats.handed, u->stats.taken);
+	/* Datagrams handed over from now on are dropped by their sender. */
+	ss_udp_inbox_close(&u->inbox);
+}
+
+static void server_destroy(ss_udp_relay_t *u)
+{
+	ss_udp_inbox_free(&u->inbox);
+	ss_udp_sessions_free(&u->own_sessions);
+	u->sessions = NULL;
+}
+
+/* The association's socket, left unconnected so that any target can
+ * answer (full cone): dual-stack where the host has IPv6. A fd or -errno. */
+static int server_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	const ss_sockopts_t *o = &u->inst->outopts;
+	int fd;
+
+	a->family = AF_INET;
+	if (o->bind4 && !o->bind6)
+		return ss_sock_udp_open(AF_INET, o);
+	fd = ss_sock_udp_open(AF_INET6, o);
+	if (fd >= 0)
+		a->family = AF_INET6;
+	else if (fd == -EAFNOSUPPORT)
+		fd = ss_sock_udp_open(AF_INET, o);
+	return fd;
+}
+
+static int server_assoc_open(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	int fd = ss_udp_assoc_setup(u, a, server_socket(u, a));
+	char peer[SS_ADDR_STRLEN];
+
+	if (fd >= 0)
+		ss_debug("udp %s: new association", ss_udp_peer(&a->peer.sa, peer, sizeof(peer)));
+	return fd;
+}
+
+/* Its session's record stays while the session's datagrams could still be
+ * replayed. */
+static void server_assoc_ended(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	if (!a->session)
+		return;
+	ss_udp_sessions_release(u->sessions, a->session, ev_now(u->loop));
+	a->session = NULL;
+}
+
+static ss_udp_landing_t server_inbound_landing(ss_udp_relay_t *u)
+{
+	size_t at = ss_udp_wire(&u->codecs[0]);
+
+	return (ss_udp_landing_t){at, SS_UDP_BUF_SIZE - at, false};
+}
+
+/* A target's answer leaves room for the address before it and the codec's
+ * tail after it, to be sealed in place. */
+static ss_udp_landing_t server_outbound_landing(ss_udp_relay_t *u, const ss_udp_assoc_t *a)
+{
+	(void)a;
+	return (ss_udp_landing_t){SS_UDP_HEAD,
+				  SS_UDP_BUF_SIZE - SS_UDP_HEAD - u->codecs[0].k->udp_tail, false};
+}
+
+const ss_udp_role_t ss_udp_server_role = {
+    .init = server_init,
+    .closing = server_closing,
+    .destroy = server_destroy,
+    .inbound_landing = server_inbound_landing,
+    .inbound = server_inbound,
+    .outbound_landing = server_outbound_landing,
+    .outbound = server_outbound,
+    .assoc_open = server_assoc_open,
+    .assoc_ended = server_assoc_ended,
+};
