@@ -19,13 +19,13 @@
 
 #define UDP_DNS_TTL 30.0
 
-static socklen_t udp_salen(const struct sockaddr *sa)
+static socklen_t server_salen(const struct sockaddr *sa)
 {
 	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
-static void udp_server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *data, size_t len,
-			    const struct sockaddr *to)
+static void server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *data, size_t len,
+			const struct sockaddr *to)
 {
 	struct sockaddr_in6 mapped;
 
@@ -44,10 +44,10 @@ static void udp_server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t 
 		memcpy(&mapped.sin6_addr.s6_addr[12], &in->sin_addr, 4);
 		to = (struct sockaddr *)&mapped;
 	}
-	ss_udp_queue(u, a->io.fd, &a->sflags, data, len, to, udp_salen(to), NULL);
+	ss_udp_queue(u, a->io.fd, &a->sflags, data, len, to, server_salen(to), NULL);
 }
 
-static void udp_dns_done(void *arg, int status, const struct sockaddr *sa, socklen_t len)
+static void server_dns_done(void *arg, int status, const struct sockaddr *sa, socklen_t len)
 {
 	ss_udp_dns_t *d = arg;
 	ss_udp_relay_t *u = d->relay;
@@ -74,7 +74,7 @@ static void udp_dns_done(void *arg, int status, const struct sockaddr *sa, sockl
 	} else {
 		struct sockaddr_storage to = d->addr;
 		ss_sockaddr_set_port((struct sockaddr *)&to, d->pending_port);
-		udp_server_send(u, a, d->pending, d->pending_len, (struct sockaddr *)&to);
+		server_send(u, a, d->pending, d->pending_len, (struct sockaddr *)&to);
 		/* out of any batch: sent now, before the slot is reused */
 		ss_udp_flush(u, false);
 	}
@@ -82,8 +82,8 @@ static void udp_dns_done(void *arg, int status, const struct sockaddr *sa, sockl
 }
 
 /* Sends to a named target: from the cache, or once the name resolves. */
-static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *t,
-				  const uint8_t *data, size_t len)
+static void server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *t,
+			      const uint8_t *data, size_t len)
 {
 	ev_tstamp now = ev_now(u->loop);
 	ss_udp_dns_t *d = NULL, *victim = NULL;
@@ -109,7 +109,7 @@ static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss
 		}
 		struct sockaddr_storage to = d->addr;
 		ss_sockaddr_set_port((struct sockaddr *)&to, t->port);
-		udp_server_send(u, a, data, len, (struct sockaddr *)&to);
+		server_send(u, a, data, len, (struct sockaddr *)&to);
 		return;
 	}
 	if (d && d->resolving) {
@@ -132,26 +132,26 @@ static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss
 	d->pending_port = t->port;
 	memcpy(&d->pending_key, &a->entry.key, a->entry.key_len);
 	d->pending_key_len = a->entry.key_len;
-	ss_resolver_lookup(&u->inst->resolver, &d->req, d->name, t->port, udp_dns_done, d);
+	ss_resolver_lookup(&u->inst->resolver, &d->req, d->name, t->port, server_dns_done, d);
 }
 
-static void udp_to_target(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *target,
-			  const uint8_t *data, size_t len)
+static void server_to_target(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *target,
+			     const uint8_t *data, size_t len)
 {
 	struct sockaddr_storage to;
 	socklen_t tolen;
 
 	if (target->atyp == SS_ATYP_DOMAIN) {
-		udp_server_send_named(u, a, target, data, len);
+		server_send_named(u, a, target, data, len);
 		return;
 	}
 	ss_addr_to_sockaddr(target, &to, &tolen);
-	udp_server_send(u, a, data, len, (struct sockaddr *)&to);
+	server_send(u, a, data, len, (struct sockaddr *)&to);
 }
 
 /* A new server association for an accepted datagram d from client: it
  * takes the datagram's session from the codec. NULL when it cannot be made. */
-static ss_udp_assoc_t *udp_server_assoc(ss_udp_relay_t *u, ss_codec_dgram_t *d,
+static ss_udp_assoc_t *server_assoc_add(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 					const struct sockaddr_storage *client, socklen_t clen,
 					uint8_t listener)
 {
@@ -177,18 +177,18 @@ static ss_udp_assoc_t *udp_server_assoc(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 /* A datagram accepted for association a (of a session, recorded in its
  * memo): it keeps the association alive, answers follow the client to the
  * address it last sent from, and the payload goes to its target. */
-static void udp_server_relay(ss_udp_relay_t *u, ss_udp_assoc_t *a, const struct sockaddr *from,
-			     socklen_t fromlen, uint8_t listener, const ss_addr_t *target,
-			     const uint8_t *data, size_t len)
+static void server_relay(ss_udp_relay_t *u, ss_udp_assoc_t *a, const struct sockaddr *from,
+			 socklen_t fromlen, uint8_t listener, const ss_addr_t *target,
+			 const uint8_t *data, size_t len)
 {
 	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
 	a->peer_len = ss_inaddr_set(&a->peer, from, fromlen);
 	a->listener = listener;
-	udp_to_target(u, a, target, data, len);
+	server_to_target(u, a, target, data, len);
 }
 
 /* Records the accepted d in its session's memo (codecs with sessions). */
-static void udp_session_seen(ss_udp_relay_t *u, ss_udp_session_t *s, const ss_codec_dgram_t *d)
+static void server_session_seen(ss_udp_relay_t *u, ss_udp_session_t *s, const ss_codec_dgram_t *d)
 {
 	ss_codec_t *k = u->codecs[0].k;
 
@@ -200,8 +200,8 @@ static void udp_session_seen(ss_udp_relay_t *u, ss_udp_session_t *s, const ss_co
 /* Another worker holds the session of the opened datagram d: it goes there,
  * to be checked against the session's memo and relayed from its one
  * association. */
-static void udp_hand_over(ss_udp_relay_t *u, unsigned holder, const ss_codec_dgram_t *d,
-			  const ss_codec_pkt_t *p, const ss_udp_rxmsg_t *r, uint8_t listener)
+static void server_hand_over(ss_udp_relay_t *u, unsigned holder, const ss_codec_dgram_t *d,
+			     const ss_codec_pkt_t *p, const ss_udp_rxmsg_t *r, uint8_t listener)
 {
 	ss_udp_handed_t h = {.d = *d, .target = p->addr, .listener = listener};
 	ss_udp_relay_t *to = &u->inst->peers[holder]->udp;
@@ -219,9 +219,8 @@ static void udp_hand_over(ss_udp_relay_t *u, unsigned holder, const ss_codec_dgr
  * a new association, unless the key's session is another worker's (handed
  * there) or its memo has seen the datagram (a replay after its association
  * ended). NULL when it goes no further here. */
-static ss_udp_assoc_t *udp_server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d,
-				      const ss_codec_pkt_t *p, const ss_udp_rxmsg_t *r,
-				      uint8_t listener)
+static ss_udp_assoc_t *server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d, const ss_codec_pkt_t *p,
+				  const ss_udp_rxmsg_t *r, uint8_t listener)
 {
 	const struct sockaddr *from = (const struct sockaddr *)&r->from;
 	ss_codec_t *k = u->codecs[0].k;
@@ -233,7 +232,7 @@ static ss_udp_assoc_t *udp_server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 		switch (ss_udp_sessions_claim(u->sessions, (struct sockaddr *)&d->key,
 					      u->inst->worker, ev_now(u->loop), &s, &holder)) {
 		case SS_UDP_SESSION_OTHER:
-			udp_hand_over(u, holder, d, p, r, listener);
+			server_hand_over(u, holder, d, p, r, listener);
 			return NULL;
 		case SS_UDP_SESSION_FULL:
 			ss_udp_refuse(u, from, from, "datagram refused",
@@ -248,9 +247,9 @@ static ss_udp_assoc_t *udp_server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 				      "packet id replayed or too old");
 			return NULL;
 		}
-		udp_session_seen(u, s, d);
+		server_session_seen(u, s, d);
 	}
-	a = udp_server_assoc(u, d, &r->from, r->fromlen, listener);
+	a = server_assoc_add(u, d, &r->from, r->fromlen, listener);
 	if (!a) {
 		if (s)
 			ss_udp_sessions_release(u->sessions, s, ev_now(u->loop));
@@ -301,20 +300,20 @@ static bool server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 		return true;
 	}
 	if (!a) {
-		if ((a = udp_server_new(u, &d, &p, r, l->index)))
-			udp_to_target(u, a, &p.addr, p.payload, p.payload_len);
+		if ((a = server_new(u, &d, &p, r, l->index)))
+			server_to_target(u, a, &p.addr, p.payload, p.payload_len);
 		return true;
 	}
 	if (a->session)
-		udp_session_seen(u, a->session, &d);
-	udp_server_relay(u, a, from, r->fromlen, l->index, &p.addr, p.payload, p.payload_len);
+		server_session_seen(u, a->session, &d);
+	server_relay(u, a, from, r->fromlen, l->index, &p.addr, p.payload, p.payload_len);
 	return true;
 }
 
 /* Datagrams the other workers handed over, of sessions this one holds:
  * each is checked against its session's memo here, as if it had come in
  * here, and relayed. */
-static void udp_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
+static void server_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	ss_udp_relay_t *u = w->data;
 	ss_codec_t *k = u->codecs[0].k;
@@ -340,9 +339,8 @@ static void udp_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
 				      "packet id replayed or too old");
 			continue;
 		}
-		udp_session_seen(u, a->session, &h->d);
-		udp_server_relay(u, a, from, h->fromlen, h->listener, &h->target, h->payload,
-				 h->len);
+		server_session_seen(u, a->session, &h->d);
+		server_relay(u, a, from, h->fromlen, h->listener, &h->target, h->payload, h->len);
 	}
 	/* The payloads are sent before their slots are given back. */
 	ss_udp_flush(u, true);
@@ -408,7 +406,8 @@ static int server_init(ss_udp_relay_t *u, size_t *max, char *err, size_t errlen)
 		u->sessions = &u->own_sessions;
 	}
 	if (inst->workers > 1) {
-		if (ss_udp_inbox_init(&u->inbox, u->loop, SS_UDP_BUF_SIZE, udp_inbox_cb, u) < 0) {
+		if (ss_udp_inbox_init(&u->inbox, u->loop, SS_UDP_BUF_SIZE, server_inbox_cb, u) <
+		    0) {
 			snprintf(err, errlen, "cannot reserve room for datagrams between workers");
 			return -ENOMEM;
 		}
