@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/* The UDP relay, whatever its role: the listening sockets and the
+ * associations' sockets, read and sent in batches, the association table
+ * with its idle expiry and eviction, the codecs' states, and the relay's
+ * life; what differs between ss-server and the clients goes through the
+ * relay's role (relay/udp_internal.h). */
 #include "relay/udp_internal.h"
 
 #include <errno.h>
@@ -12,10 +17,7 @@
 #include <unistd.h>
 
 #include "net/sock.h"
-#include "net/transparent.h"
 #include "proto/addr.h"
-#include "proto/socks5.h"
-#include "relay/conn.h"
 #include "relay/instance.h"
 #include "util/log.h"
 #include "util/result.h"
@@ -54,8 +56,9 @@ static bool udp_icmp_error(int err)
 	return err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH;
 }
 
-/* A datagram of a batch was not sent. Clients: an ICMP error on an
- * association's socket fails it over once the batch is out. */
+/* A datagram of a batch was not sent. An ICMP error on the socket of an
+ * association that queued it (a client's, to its server) is the role's
+ * to hear of once the batch is out. */
 static void udp_send_failed(void *ctx, const ss_udp_out_t *o, int err)
 {
 	ss_udp_relay_t *u = ctx;
@@ -64,7 +67,8 @@ static void udp_send_failed(void *ctx, const ss_udp_out_t *o, int err)
 
 	snprintf(why, sizeof(why), "sending failed: %s", strerror(err));
 	ss_udp_drop(u, o->tolen ? (const struct sockaddr *)&o->to : NULL, why);
-	if (!a || !udp_icmp_error(err) || u->n_failed == SS_UDP_SLOTS)
+	if (!a || !u->role->assoc_unreachable || !udp_icmp_error(err) ||
+	    u->n_failed == SS_UDP_SLOTS)
 		return;
 	for (size_t i = 0; i < u->n_failed; i++)
 		if (u->failed[i] == a)
@@ -88,7 +92,7 @@ void ss_udp_flush(ss_udp_relay_t *u, bool failover)
 	memcpy(failed, u->failed, n * sizeof(failed[0]));
 	memcpy(errs, u->failed_err, n * sizeof(errs[0]));
 	for (size_t i = 0; i < n; i++)
-		ss_udp_assoc_failover(u, failed[i], errs[i]);
+		u->role->assoc_unreachable(u, failed[i], errs[i]);
 }
 
 void ss_udp_queue(ss_udp_relay_t *u, int fd, uint8_t *flags, const uint8_t *p, size_t len,
@@ -131,34 +135,16 @@ int ss_udp_assoc_codec(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	a->classes |= (uint16_t)(1u << x->cls);
 	if (ss_codec_udp_assoc_init(x->k, x->rst, ss_udp_ast(u, a)) < 0)
 		return -ENOMEM;
-	/* A client sends with a session of its own from the start (where the
-	 * codec has sessions); a server's association takes the client's
-	 * (ss_codec_udp_adopt, by its caller). */
-	return u->client ? ss_codec_udp_assoc_start(x->k, x->rst, ss_udp_ast(u, a)) : 0;
+	return u->role->assoc_start ? u->role->assoc_start(u, a) : 0;
 }
 
 void ss_udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
 	ss_udp_flush(u, false);
-	if (a->control) {
-		/* The SOCKS5 connection still stands (the association expired
-		 * or was evicted): it waits again, so the client's next datagram
-		 * starts an association that ends with it. */
-		ss_conn_t *c = a->control;
-		a->control = NULL;
-		ss_udp_control_add(u, c);
-	}
 	ev_io_stop(u->loop, &a->io);
 	close(a->io.fd);
 	ss_codec_udp_assoc_reset(ss_udp_codec(u, a)->k, ss_udp_codec(u, a)->rst, ss_udp_ast(u, a));
-	if (a->session) {
-		/* Its record stays while the session's datagrams could still
-		 * be replayed. */
-		ss_udp_sessions_release(u->sessions, a->session, ev_now(u->loop));
-		a->session = NULL;
-	}
-	if (u->client)
-		ss_servers_release(&u->inst->servers, a->server, true);
+	u->role->assoc_ended(u, a);
 	ss_udp_table_unlink(&u->table, &a->entry);
 	ss_udp_table_put(&u->table, &a->entry);
 }
@@ -187,45 +173,30 @@ static void udp_expiry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void udp_outbound_cb(struct ev_loop *loop, ev_io *w, int revents);
 
-/* The socket an association sends from: clients connect it to their server;
- * the server leaves it unconnected so any target can answer (full cone). */
-int ss_udp_assoc_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+int ss_udp_assoc_setup(ss_udp_relay_t *u, ss_udp_assoc_t *a, int fd)
 {
-	struct ss_instance *inst = u->inst;
-	const ss_sockopts_t *o = &inst->outopts;
-	int fd;
+	char peer[SS_ADDR_STRLEN];
 
-	if (u->client) {
-		socklen_t len;
-		const struct sockaddr *srv =
-		    ss_servers_addr(&inst->servers.s[a->server], true, &len);
-		if (!len)
-			return -EHOSTUNREACH;
-		fd = ss_sock_udp_open(srv->sa_family, o);
-		if (fd >= 0 && connect(fd, srv, len) < 0) {
-			int e = errno;
-			close(fd);
-			return -e;
-		}
-		return fd;
+	if (fd < 0) {
+		ss_warn("udp %s: cannot open a socket: %s",
+			ss_udp_peer(&a->peer.sa, peer, sizeof(peer)), strerror(-fd));
+		return -1;
 	}
-	a->family = AF_INET;
-	if (o->bind4 && !o->bind6)
-		return ss_sock_udp_open(AF_INET, o);
-	fd = ss_sock_udp_open(AF_INET6, o);
-	if (fd >= 0)
-		a->family = AF_INET6;
-	else if (fd == -EAFNOSUPPORT)
-		fd = ss_sock_udp_open(AF_INET, o);
+	if (ss_udp_assoc_codec(u, a) < 0) {
+		ss_warn("udp %s: cannot set up the session cipher state",
+			ss_udp_peer(&a->peer.sa, peer, sizeof(peer)));
+		close(fd);
+		return -1;
+	}
 	return fd;
 }
 
-ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, socklen_t klen,
-				 const struct sockaddr *client, socklen_t clen, uint8_t listener)
+ss_udp_assoc_t *ss_udp_assoc_find_or_add(ss_udp_relay_t *u, const struct sockaddr *key,
+					 socklen_t klen, const struct sockaddr *client,
+					 socklen_t clen, uint8_t listener)
 {
 	ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(&u->table, key, klen);
 	ev_tstamp now = ev_now(u->loop);
-	char peer[SS_ADDR_STRLEN];
 	int fd;
 
 	if (a) {
@@ -234,43 +205,19 @@ ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, 
 	}
 	if (u->table.count == u->table.max) {
 		ss_udp_assoc_t *old = (ss_udp_assoc_t *)ss_udp_table_oldest(&u->table);
+		char peer[SS_ADDR_STRLEN];
 		ss_info("udp %s: association evicted: the table holds %zu",
-			ss_udp_peer((struct sockaddr *)&old->peer, peer, sizeof(peer)),
-			u->table.max);
+			ss_udp_peer(&old->peer.sa, peer, sizeof(peer)), u->table.max);
 		u->stats.assoc_evicted++;
 		ss_udp_assoc_destroy(u, old);
 	}
-	/* A client's association goes to a server picked as for a
-	 * connection (relay/health.h), spreading associations by their count. */
-	bool trial = false;
-	int srv = u->client ? ss_servers_pick(&u->inst->servers, 0, true, &trial) : 0;
-	if (srv < 0) {
-		ss_info("udp %s: no server has an address yet",
-			ss_udp_peer(client, peer, sizeof(peer)));
-		return NULL;
-	}
 	a = (ss_udp_assoc_t *)ss_udp_table_add(&u->table, key, klen, now);
-	if (!a) {
-		if (u->client)
-			ss_servers_release(&u->inst->servers, srv, true);
+	if (!a)
 		return NULL;
-	}
 	a->peer_len = ss_inaddr_set(&a->peer, client, clen);
 	a->listener = listener;
-	a->server = (uint8_t)srv;
-	fd = ss_udp_assoc_socket(u, a);
+	fd = u->role->assoc_open(u, a);
 	if (fd < 0) {
-		ss_warn("udp %s: cannot open a socket: %s", ss_udp_peer(client, peer, sizeof(peer)),
-			strerror(-fd));
-	} else if (ss_udp_assoc_codec(u, a) < 0) {
-		ss_warn("udp %s: cannot set up the session cipher state",
-			ss_udp_peer(client, peer, sizeof(peer)));
-		close(fd);
-		fd = -1;
-	}
-	if (fd < 0) {
-		if (u->client)
-			ss_servers_release(&u->inst->servers, srv, true);
 		ss_udp_table_unlink(&u->table, &a->entry);
 		ss_udp_table_put(&u->table, &a->entry);
 		return NULL;
@@ -281,13 +228,6 @@ ss_udp_assoc_t *ss_udp_assoc_get(ss_udp_relay_t *u, const struct sockaddr *key, 
 	a->io.data = u;
 	ev_io_start(u->loop, &a->io);
 	u->stats.assoc_created++;
-	if (u->client)
-		ss_info("udp %s: new association, server %s%s",
-			ss_udp_peer(client, peer, sizeof(peer)), u->inst->servers.s[srv].name,
-			trial ? " (trying it again after its backoff)" : "");
-	else
-		ss_debug("udp %s: new association", ss_udp_peer(client, peer, sizeof(peer)));
-
 	if (!ev_is_active(&u->expiry))
 		udp_arm_expiry(u);
 	return a;
@@ -307,8 +247,6 @@ uint64_t ss_udp_now(ss_udp_relay_t *u)
 
 #define UDP_PER_EVENT 32 /* datagrams read per readiness event, at most */
 
-typedef bool (*udp_handler_t)(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
-			      const ss_udp_rxmsg_t *r);
 /* What a failed read means to the socket's owner: whether to read on. */
 typedef bool (*udp_rx_error_t)(ss_udp_relay_t *u, void *w, int err);
 
@@ -317,7 +255,7 @@ typedef bool (*udp_rx_error_t)(ss_udp_relay_t *u, void *w, int err);
  * codec works in place, with room around each datagram). Whether the
  * socket's owner still stands. */
 static bool udp_dispatch(ss_udp_relay_t *u, void *w, uint8_t *slot, size_t off,
-			 const ss_udp_rxmsg_t *r, udp_handler_t handle)
+			 const ss_udp_rxmsg_t *r, ss_udp_handler_t handle)
 {
 	size_t at, len;
 
@@ -338,17 +276,17 @@ static bool udp_dispatch(ss_udp_relay_t *u, void *w, uint8_t *slot, size_t off,
 }
 
 /* One readiness event of a socket: what it has, up to UDP_PER_EVENT
- * datagrams, read in batches (datagram i at slot i + off, at most cap
- * bytes), handled in order and sent at the end of each batch. */
-static void udp_batch(ss_udp_relay_t *u, void *w, int fd, size_t off, size_t cap, bool want_dst,
-		      udp_handler_t handle, udp_rx_error_t on_error)
+ * datagrams, read in batches (datagram i at slot i + in->at, at most
+ * in->cap bytes), handled in order and sent at the end of each batch. */
+static void udp_batch(ss_udp_relay_t *u, void *w, int fd, const ss_udp_landing_t *in,
+		      ss_udp_handler_t handle, udp_rx_error_t on_error)
 {
 	size_t left = UDP_PER_EVENT;
 	bool go = true;
 
 	while (go && left > 0) {
 		size_t want = left < SS_UDP_BATCH ? left : SS_UDP_BATCH;
-		int n = ss_udp_io_recv(&u->io, fd, want, off, cap, want_dst);
+		int n = ss_udp_io_recv(&u->io, fd, want, in->at, in->cap, in->want_dst);
 		if (n == 0)
 			break;
 		if (n < 0) {
@@ -362,8 +300,8 @@ static void udp_batch(ss_udp_relay_t *u, void *w, int fd, size_t off, size_t cap
 			if (r->truncated)
 				go = on_error(u, w, EMSGSIZE);
 			else
-				go = udp_dispatch(u, w, ss_udp_io_slot(&u->io, (size_t)i), off, r,
-						  handle);
+				go = udp_dispatch(u, w, ss_udp_io_slot(&u->io, (size_t)i), in->at,
+						  r, handle);
 		}
 		ss_udp_flush(u, true);
 		if ((size_t)n < want && !u->io.rx_err)
@@ -382,21 +320,11 @@ static void udp_listener_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	ss_udp_listener_t *l = (ss_udp_listener_t *)w;
 	ss_udp_relay_t *u = l->relay;
-	size_t off;
+	ss_udp_landing_t in = u->role->inbound_landing(u);
 	(void)loop;
 	(void)revents;
 
-	if (u->client) {
-		/* The server, and so the codec, is picked after the read: leave
-		 * room for the largest tag. */
-		off = ss_udp_client_in_off(u);
-		udp_batch(u, l, w->fd, off, SS_UDP_BUF_SIZE - off - SS_CODEC_UDP_TAIL_MAX, u->redir,
-			  ss_udp_client_inbound, udp_listener_error);
-	} else {
-		off = ss_udp_wire(&u->codecs[0]);
-		udp_batch(u, l, w->fd, off, SS_UDP_BUF_SIZE - off, false, ss_udp_server_inbound,
-			  udp_listener_error);
-	}
+	udp_batch(u, l, w->fd, &in, u->role->inbound, udp_listener_error);
 }
 
 static bool udp_outbound_error(ss_udp_relay_t *u, void *w, int err)
@@ -408,11 +336,11 @@ static bool udp_outbound_error(ss_udp_relay_t *u, void *w, int err)
 		ss_udp_drop(u, (struct sockaddr *)&a->peer, "answer too large");
 		return true;
 	}
-	/* Clients: an ICMP error, the server is not there (the association may
-	 * end). A server's targets' ICMP errors are their side of the story. */
-	if (u->client && udp_icmp_error(err)) {
+	/* An ICMP error: the other end is not there (the association may
+	 * end), where the role minds. */
+	if (u->role->assoc_unreachable && udp_icmp_error(err)) {
 		ss_udp_flush(u, false);
-		ss_udp_assoc_failover(u, a, err);
+		u->role->assoc_unreachable(u, a, err);
 	}
 	return false;
 }
@@ -421,24 +349,18 @@ static void udp_outbound_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	ss_udp_assoc_t *a = (ss_udp_assoc_t *)((char *)w - offsetof(ss_udp_assoc_t, io));
 	ss_udp_relay_t *u = w->data;
-	size_t off;
+	ss_udp_landing_t in = u->role->outbound_landing(u, a);
 	(void)loop;
 	(void)revents;
 
-	if (u->client) {
-		off = ss_udp_wire(ss_udp_codec(u, a));
-		udp_batch(u, a, w->fd, off, SS_UDP_BUF_SIZE - off, false, ss_udp_client_outbound,
-			  udp_outbound_error);
-	} else {
-		off = SS_UDP_HEAD;
-		udp_batch(u, a, w->fd, off, SS_UDP_BUF_SIZE - off - u->inst->codec.udp_tail, false,
-			  ss_udp_server_outbound, udp_outbound_error);
-	}
+	udp_batch(u, a, w->fd, &in, u->role->outbound, udp_outbound_error);
 }
 
 /* Releases what ss_udp_init made, in any state it leaves on failure. */
 static void udp_release(ss_udp_relay_t *u)
 {
+	if (u->role->release)
+		u->role->release(u);
 	for (size_t i = 0; i < u->n_codecs; i++) {
 		ss_udp_codec_t *x = &u->codecs[i];
 		if (x->rst) {
@@ -453,34 +375,42 @@ static void udp_release(ss_udp_relay_t *u)
 		u->buf = NULL;
 	}
 	ss_udp_table_free(&u->table);
-	ss_udp_from_free(&u->from);
 }
 
-/* Once, at start-up: the relay's state of each codec (ss-server's, or each
- * server's of a client): keys and cipher states for datagrams. */
-static int udp_codecs_init(ss_udp_relay_t *u, char *err, size_t errlen)
+int ss_udp_codec_add(ss_udp_relay_t *u, ss_codec_t *k, uint8_t cls, char *err, size_t errlen)
 {
-	struct ss_instance *inst = u->inst;
-	size_t n = u->client ? inst->servers.n : 1;
+	ss_udp_codec_t *x = &u->codecs[u->n_codecs];
+	int rc;
 
-	for (size_t i = 0; i < n; i++) {
-		ss_udp_codec_t *x = &u->codecs[i];
-		int rc;
-
-		x->k = u->client ? &inst->servers.s[i].codec : &inst->codec;
-		x->cls = u->client ? inst->servers.s[i].cls : 0;
-		x->rst = calloc(1, x->k->ops->udp_relay_size ? x->k->ops->udp_relay_size : 1);
-		rc = x->rst ? ss_codec_udp_init(x->k, x->rst) : -ENOMEM;
-		if (rc < 0) {
-			free(x->rst);
-			x->rst = NULL;
-			snprintf(err, errlen, "cannot set up the UDP cipher state: %s",
-				 strerror(-rc));
-			return rc;
-		}
-		u->n_codecs = i + 1;
+	x->k = k;
+	x->cls = cls;
+	x->rst = calloc(1, k->ops->udp_relay_size ? k->ops->udp_relay_size : 1);
+	rc = x->rst ? ss_codec_udp_init(k, x->rst) : -ENOMEM;
+	if (rc < 0) {
+		free(x->rst);
+		x->rst = NULL;
+		snprintf(err, errlen, "cannot set up the UDP cipher state: %s", strerror(-rc));
+		return rc;
 	}
+	u->n_codecs++;
 	return 0;
+}
+
+/* The relay's role and, for a client, its front, by program. */
+static void udp_pick_role(ss_udp_relay_t *u, ss_prog_t prog)
+{
+	static const struct {
+		const ss_udp_role_t *role;
+		const ss_udp_front_t *front;
+	} by_prog[] = {
+	    [SS_PROG_SERVER] = {&ss_udp_server_role, NULL},
+	    [SS_PROG_LOCAL] = {&ss_udp_client_role, &ss_udp_socks5_front},
+	    [SS_PROG_TUNNEL] = {&ss_udp_client_role, &ss_udp_tunnel_front},
+	    [SS_PROG_REDIR] = {&ss_udp_client_role, &ss_udp_redir_front},
+	};
+
+	u->role = by_prog[prog].role;
+	u->front = by_prog[prog].front;
 }
 
 int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, char *err,
@@ -493,77 +423,53 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, c
 	memset(u, 0, sizeof(*u));
 	u->inst = inst;
 	u->loop = inst->loop;
-	u->client = cfg->prog != SS_PROG_SERVER;
-	u->socks5 = cfg->prog == SS_PROG_LOCAL;
-	u->redir = cfg->prog == SS_PROG_REDIR;
+	udp_pick_role(u, cfg->prog);
 	u->timeout = cfg->udp_timeout > 0 ? cfg->udp_timeout : 60;
-	if (u->redir) {
-		/* The descriptors are shared with the sockets answers go
-		 * back from: half each. */
-		max = max_assoc / 2 ? max_assoc / 2 : 1;
-		if (ss_udp_from_init(&u->from, u->loop, max_assoc - max, u->timeout) < 0) {
-			snprintf(err, errlen, "cannot reserve %zu UDP answer sockets",
-				 max_assoc - max);
-			return -ENOMEM;
-		}
-	}
+	if ((rc = u->role->init(u, &max, err, errlen)) < 0)
+		goto fail;
 	rc = ss_udp_table_init(&u->table, sizeof(ss_udp_assoc_t) + inst->udp_states,
 			       offsetof(ss_udp_assoc_t, classes), max);
 	if (rc < 0) {
-		ss_udp_from_free(&u->from);
 		snprintf(err, errlen, "cannot reserve %zu UDP associations", max);
-		return rc;
+		goto fail;
 	}
 	/* Pages are touched only as datagrams fill them. */
 	u->buf = mmap(NULL, SS_UDP_BUF_SIZE * (SS_UDP_SLOTS + SS_UDP_DNS_SLOTS),
 		      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (u->buf == MAP_FAILED) {
 		u->buf = NULL;
-		udp_release(u);
 		snprintf(err, errlen, "cannot reserve UDP buffers");
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto fail;
 	}
 	u->pending_area = u->buf + SS_UDP_BUF_SIZE * SS_UDP_SLOTS;
 	ss_udp_io_init(&u->io, u->buf, SS_UDP_BUF_SIZE);
-	if ((rc = udp_codecs_init(u, err, errlen)) < 0 ||
-	    (rc = ss_udp_server_setup(u, max, err, errlen)) < 0) {
-		udp_release(u);
-		ss_udp_destroy(u);
-		return rc;
-	}
 	ev_init(&u->expiry, udp_expiry_cb);
 	u->expiry.data = u;
 	u->ready = true;
 	return 0;
+fail:
+	udp_release(u);
+	ss_udp_destroy(u);
+	return rc;
 }
 
 int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len, char *err,
 		  size_t errlen)
 {
 	char where[SS_ADDR_STRLEN];
+	const char *hint = "";
 	int fd;
 
 	if (u->n_listeners == SS_ARRAY_LEN(u->listeners)) {
 		snprintf(err, errlen, "too many UDP listen addresses");
 		return -EINVAL;
 	}
-	fd = ss_sock_udp_bind(addr, len, &u->inst->sockopts);
-	/* ss-redir: datagrams come by TPROXY, for addresses not the host's. */
-	if (fd >= 0 && u->redir) {
-		int rc = ss_transparent_set(fd, addr->sa_family);
-		if (rc == 0)
-			rc = ss_transparent_recv_dst(fd, addr->sa_family);
-		if (rc < 0) {
-			close(fd);
-			fd = rc;
-		}
-	}
+	fd = u->role->listen ? u->role->listen(u, addr, len, &hint)
+			     : ss_sock_udp_bind(addr, len, &u->inst->sockopts);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot listen on UDP %s: %s%s",
-			 ss_sockaddr_format(addr, where, sizeof(where)), strerror(-fd),
-			 fd == -EPERM && u->redir
-			     ? " (a TPROXY listener needs CAP_NET_ADMIN or CAP_NET_RAW)"
-			     : "");
+			 ss_sockaddr_format(addr, where, sizeof(where)), strerror(-fd), hint);
 		return fd;
 	}
 	ss_udp_listener_t *l = &u->listeners[u->n_listeners];
@@ -590,18 +496,10 @@ void ss_udp_free(ss_udp_relay_t *u)
 		u->stats.datagrams_in, u->stats.datagrams_out, st->rx_calls, st->rx_batched,
 		st->rx_gro, st->tx_calls, st->tx_batched, st->tx_gso, st->gso_refused,
 		u->io.mmsg ? "" : " (no recvmmsg/sendmmsg)", u->io.gso ? "" : " (no GSO/GRO)");
-	if (u->inbox.q)
-		ss_info("udp: %" PRIu64
-			" datagrams handed to the workers holding their sessions, %" PRIu64
-			" taken from them",
-			u->stats.handed, u->stats.taken);
-	/* Datagrams handed over from now on are dropped by their sender. */
-	ss_udp_inbox_close(&u->inbox);
+	if (u->role->closing)
+		u->role->closing(u);
 	while ((e = ss_udp_table_oldest(&u->table)))
 		ss_udp_assoc_destroy(u, (ss_udp_assoc_t *)e);
-	for (ss_conn_t *c = u->controls; c; c = c->udp_next)
-		c->udp_assoc = NULL;
-	u->controls = NULL;
 	for (size_t i = 0; i < u->n_listeners; i++) {
 		ev_io_stop(u->loop, &u->listeners[i].io);
 		close(u->listeners[i].io.fd);
@@ -626,7 +524,6 @@ void ss_udp_free(ss_udp_relay_t *u)
 
 void ss_udp_destroy(ss_udp_relay_t *u)
 {
-	ss_udp_inbox_free(&u->inbox);
-	ss_udp_sessions_free(&u->own_sessions);
-	u->sessions = NULL;
+	if (u->role && u->role->destroy)
+		u->role->destroy(u);
 }

@@ -25,6 +25,8 @@
 
 struct ss_instance;
 struct ss_conn;
+struct ss_udp_role;
+struct ss_udp_front;
 
 #define SS_UDP_BUF_SIZE (65536 + 1024)
 #define SS_UDP_DNS_SLOTS 64
@@ -98,11 +100,12 @@ typedef struct ss_udp_stats {
 typedef struct ss_udp_relay {
 	struct ss_instance *inst;
 	struct ev_loop *loop;
-	bool client; /* ss-local / ss-tunnel */
-	bool socks5; /* ss-local: SOCKS5 UDP headers on the inbound side */
-	/* ss-redir: each datagram goes where the TPROXY rule found it going,
-	 * and answers go back from there (from) */
-	bool redir;
+	/* What it does (relay/udp_internal.h): ss-server's role, or a
+	 * client's, with the front its applications use, picked from the
+	 * program at ss_udp_init. */
+	const struct ss_udp_role *role;
+	const struct ss_udp_front *front; /* clients */
+	/* ss-redir: answers go back from where the datagrams were going */
 	ss_udp_from_t from;
 	ss_udp_table_t table;
 	ss_udp_listener_t listeners[SS_MAX_SERVERS];

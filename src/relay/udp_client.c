@@ -1,131 +1,88 @@
 /* SPDX-License-Identifier: MIT */
-/* The UDP relay of a client (ss-local, ss-tunnel, ss-redir): datagrams from
- * applications, sealed and sent to a server from a socket of the
- * association's own, and the server's answers opened and sent back; SOCKS5
- * UDP ASSOCIATE, ss-redir's original destinations, failover between
- * servers. */
+/* The UDP relay's client role (ss-local, ss-tunnel, ss-redir): datagrams
+ * from applications, sealed and sent to a server from a socket of the
+ * association's own, and the server's answers opened and given back; which
+ * server, failover between servers, and a server's new address. How
+ * applications send and take datagrams is the front's (udp_socks5.c,
+ * udp_tunnel.c, udp_redir.c). */
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "net/sock.h"
-#include "net/transparent.h"
-#include "proto/addr.h"
-#include "proto/socks5.h"
-#include "relay/conn.h"
 #include "relay/instance.h"
 #include "relay/udp_internal.h"
 #include "util/log.h"
-#include "util/result.h"
 
-/* ss-redir: the room a datagram's destination takes in front of it, at most
- * (an IPv6 address and port). */
-#define UDP_REDIR_ADDR_ROOM 19
-
-/* ss-local: the link in u->controls of the SOCKS5 connection whose UDP
- * ASSOCIATE a datagram from client belongs to: its client's address, and
- * the port the request named (any port when it named 0). NULL if none. */
-static ss_conn_t **udp_control_for(ss_udp_relay_t *u, const struct sockaddr *client)
+/* The association's socket, connected to its server's address. A fd or
+ * -errno. */
+static int client_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
-	for (ss_conn_t **pp = &u->controls; *pp; pp = &(*pp)->udp_next) {
-		ss_conn_t *c = *pp;
-		ss_inaddr_t want = c->peer;
-		ss_sockaddr_set_port(&want.sa,
-				     c->target.port ? c->target.port : ss_sockaddr_port(client));
-		if (want.sa.sa_family == client->sa_family && ss_udp_addr_equal(&want.sa, client))
-			return pp;
+	socklen_t len;
+	const struct sockaddr *srv = ss_servers_addr(&u->inst->servers.s[a->server], true, &len);
+	int fd;
+
+	if (!len)
+		return -EHOSTUNREACH;
+	fd = ss_sock_udp_open(srv->sa_family, &u->inst->outopts);
+	if (fd >= 0 && connect(fd, srv, len) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
 	}
-	return NULL;
+	return fd;
 }
 
-/* ss-local: the association of a datagram from client, which only a
- * client holding a UDP ASSOCIATE may have: its own, or a new one tied to
- * its SOCKS5 connection (the association ends with it). NULL, with why,
- * when there is none. */
-static ss_udp_assoc_t *udp_socks5_assoc(ss_udp_relay_t *u, const struct sockaddr *client,
-					socklen_t clen, uint8_t listener, const char **why)
+/* A new association goes to a server picked as for a connection
+ * (relay/health.h), spreading associations by their count, and sends with
+ * a session of its own there. */
+static int client_assoc_open(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
-	ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(&u->table, client, clen);
-	ss_conn_t **pp;
+	ss_servers_t *set = &u->inst->servers;
+	char peer[SS_ADDR_STRLEN];
+	bool trial = false;
+	int srv = ss_servers_pick(set, 0, true, &trial), fd;
 
-	if (a) {
-		ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
-		return a;
+	if (srv < 0) {
+		ss_info("udp %s: no server has an address yet",
+			ss_udp_peer(&a->peer.sa, peer, sizeof(peer)));
+		return -1;
 	}
-	*why = "no UDP ASSOCIATE from this address";
-	pp = udp_control_for(u, client);
-	if (!pp)
-		return NULL;
-	*why = "no association";
-	a = ss_udp_assoc_get(u, client, clen, client, clen, listener);
-	if (!a)
-		return NULL;
-	/* Making it may have evicted another association, whose connection
-	 * then went back to the list: find the link again. */
-	pp = udp_control_for(u, client);
-	ss_conn_t *c = *pp;
-	*pp = c->udp_next;
-	c->udp_next = NULL;
-	c->udp_assoc = a;
-	a->control = c;
-	return a;
+	a->server = (uint8_t)srv;
+	fd = ss_udp_assoc_setup(u, a, client_socket(u, a));
+	if (fd < 0) {
+		ss_servers_release(set, srv, true);
+		return -1;
+	}
+	ss_info("udp %s: new association, server %s%s",
+		ss_udp_peer(&a->peer.sa, peer, sizeof(peer)), set->s[srv].name,
+		trial ? " (trying it again after its backoff)" : "");
+	return fd;
 }
 
-void ss_udp_control_add(ss_udp_relay_t *u, ss_conn_t *c)
+/* A client sends with a session of its own from the start (where the
+ * codec has sessions). */
+static int client_assoc_start(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
-	c->udp_assoc = NULL;
-	c->udp_next = u->controls;
-	u->controls = c;
+	ss_udp_codec_t *x = ss_udp_codec(u, a);
+
+	return ss_codec_udp_assoc_start(x->k, x->rst, ss_udp_ast(u, a));
 }
 
-void ss_udp_control_closed(ss_udp_relay_t *u, ss_conn_t *c)
+static void client_assoc_ended(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
-	if (c->udp_assoc) {
-		ss_udp_assoc_t *a = c->udp_assoc;
-		a->control = NULL;
-		c->udp_assoc = NULL;
-		ss_udp_assoc_destroy(u, a);
-		return;
-	}
-	for (ss_conn_t **pp = &u->controls; *pp; pp = &(*pp)->udp_next) {
-		if (*pp == c) {
-			*pp = c->udp_next;
-			break;
-		}
-	}
-	c->udp_next = NULL;
-}
-
-int ss_udp_bound_addr(ss_udp_relay_t *u, ss_conn_t *c, struct sockaddr_storage *out)
-{
-	socklen_t len = sizeof(*out);
-
-	if (!u->n_listeners)
-		return -ENOTCONN;
-	if (getsockname(u->listeners[0].io.fd, (struct sockaddr *)out, &len) < 0)
-		return -errno;
-	/* A wildcard listener: answer with the address the client reached us on. */
-	struct sockaddr_storage here;
-	socklen_t hlen = sizeof(here);
-	bool wild = out->ss_family == AF_INET
-			? ((struct sockaddr_in *)out)->sin_addr.s_addr == htonl(INADDR_ANY)
-			: IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)out)->sin6_addr);
-	if (wild && getsockname(c->side[SS_IN].fd, (struct sockaddr *)&here, &hlen) == 0) {
-		uint16_t port = ss_sockaddr_port((struct sockaddr *)out);
-		*out = here;
-		ss_sockaddr_set_port((struct sockaddr *)out, port);
-	}
-	return 0;
+	if (u->front->assoc_ended)
+		u->front->assoc_ended(u, a);
+	ss_servers_release(&u->inst->servers, a->server, true);
 }
 
 /* Points the association's socket at its server's address (a new one, or
  * another server's): a socket of its own, from a new source port. 0 or
  * -errno, the association keeping its old socket then. */
-static int udp_assoc_reconnect(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+static int client_reconnect(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
-	int fd = ss_udp_assoc_socket(u, a);
+	int fd = client_socket(u, a);
 
 	if (fd < 0)
 		return fd;
@@ -144,15 +101,15 @@ void ss_udp_server_moved(ss_udp_relay_t *u, int i)
 	for (ss_udp_entry_t *e = u->table.head; e; e = e->next) {
 		ss_udp_assoc_t *a = (ss_udp_assoc_t *)e;
 		if (a->server == i)
-			udp_assoc_reconnect(u, a);
+			client_reconnect(u, a);
 	}
 }
 
-/* Clients: the association's server sent back an ICMP error (nothing
- * listens there, or it cannot be reached): the server's health hears of
- * it, and the association goes on with another server when there is one,
- * with a session of its own there. */
-void ss_udp_assoc_failover(ss_udp_relay_t *u, ss_udp_assoc_t *a, int err)
+/* The association's server sent back an ICMP error (nothing listens
+ * there, or it cannot be reached): the server's health hears of it, and
+ * the association goes on with another server when there is one, with a
+ * session of its own there. */
+static void client_failover(ss_udp_relay_t *u, ss_udp_assoc_t *a, int err)
 {
 	ss_servers_t *set = &u->inst->servers;
 	ss_udp_codec_t *old = ss_udp_codec(u, a);
@@ -165,7 +122,7 @@ void ss_udp_assoc_failover(ss_udp_relay_t *u, ss_udp_assoc_t *a, int err)
 	if (to < 0)
 		return;
 	a->server = (uint8_t)to;
-	if (udp_assoc_reconnect(u, a) < 0) {
+	if (client_reconnect(u, a) < 0) {
 		ss_servers_release(set, to, true);
 		a->server = (uint8_t)from;
 		return;
@@ -184,148 +141,49 @@ void ss_udp_assoc_failover(ss_udp_relay_t *u, ss_udp_assoc_t *a, int err)
 		strerror(err), set->s[to].name);
 }
 
-/* Sends one datagram: 0, or the errno value of a failure (logged). */
-static int udp_send(ss_udp_relay_t *u, int fd, const uint8_t *p, size_t len,
-		    const struct sockaddr *to, socklen_t tolen)
+bool ss_udp_client_fits(ss_udp_relay_t *u, const struct sockaddr *app, size_t len)
 {
-	ssize_t n;
+	int mtu = u->inst->cfg->mtu;
 
-	do
-		n = sendto(fd, p, len, MSG_NOSIGNAL, to, to ? tolen : 0);
-	while (n < 0 && errno == EINTR);
-	if (n < 0) {
-		int err = errno;
-		char why[96];
-		snprintf(why, sizeof(why), "sending failed: %s", strerror(err));
-		ss_udp_drop(u, to, why);
-		return err;
+	if (mtu && len > (size_t)mtu) {
+		ss_udp_drop(u, app, "larger than --mtu");
+		return false;
 	}
-	return 0;
+	return true;
 }
 
-/* ss-redir: puts the original destination dst of the datagram at data
- * right before it, setting *at and *addr_len. NULL, or why it cannot be
- * relayed. */
-static const char *udp_redir_target(ss_udp_relay_t *u, const struct sockaddr_storage *dst,
-				    socklen_t dstlen, uint8_t *data, uint8_t **at, size_t *addr_len)
+ss_udp_assoc_t *ss_udp_client_assoc(ss_udp_relay_t *u, const ss_udp_listener_t *l,
+				    const ss_udp_rxmsg_t *r, const ss_udp_app_dgram_t *d)
 {
-	uint8_t hdr[UDP_REDIR_ADDR_ROOM];
-	ss_addr_t target;
+	const struct sockaddr *from = (const struct sockaddr *)&r->from;
+	ss_udp_assoc_t *a;
 
-	if (dstlen == 0)
-		return "no original destination (not sent here by a TPROXY rule)";
-	if (ss_transparent_is_self(dst, dstlen, u->inst->cfg->local_port))
-		return "sent to the proxy's own address and port, not by a TPROXY rule";
-	if (ss_addr_from_sockaddr(&target, (const struct sockaddr *)dst) < 0)
-		return "original destination of an unknown family";
-	*addr_len = ss_addr_encode(&target, hdr, sizeof(hdr));
-	*at = data - *addr_len;
-	memcpy(*at, hdr, *addr_len);
-	return NULL;
+	if (!ss_udp_client_fits(u, from, d->len))
+		return NULL;
+	a = ss_udp_assoc_find_or_add(u, from, r->fromlen, from, r->fromlen, l->index);
+	if (!a)
+		ss_udp_drop(u, from, "no association");
+	return a;
 }
 
-/* ss-redir: an answer goes back to the client from the address it came
- * from, the one the client sent to. */
-static void udp_redir_answer(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_codec_pkt_t *p)
-{
-	struct sockaddr_storage src, to;
-	socklen_t slen, tlen = a->peer_len;
-	char why[96];
-	int fd;
-
-	memcpy(&to, &a->peer, tlen);
-	if (ss_addr_to_sockaddr(&p->addr, &src, &slen) < 0) {
-		ss_udp_drop(u, (struct sockaddr *)&to, "an answer from a name, not an address");
-		return;
-	}
-	ss_sockaddr_unmap(&src, &slen);
-	ss_sockaddr_unmap(&to, &tlen);
-	if (src.ss_family != to.ss_family) {
-		ss_udp_drop(u, (struct sockaddr *)&to,
-			    "an answer from an address of the other family");
-		return;
-	}
-	fd = ss_udp_from_socket(&u->from, (struct sockaddr *)&src, slen);
-	if (fd < 0) {
-		char where[SS_ADDR_STRLEN];
-		snprintf(why, sizeof(why), "cannot send from %s: %s",
-			 ss_sockaddr_format((struct sockaddr *)&src, where, sizeof(where)),
-			 strerror(-fd));
-		ss_udp_drop(u, (struct sockaddr *)&to, why);
-		return;
-	}
-	udp_send(u, fd, p->payload, p->payload_len, (struct sockaddr *)&to, tlen);
-}
-
-/* Where a datagram from an application lands in its slot: the target's
- * address goes at SS_UDP_HEAD and the payload right after it. */
-size_t ss_udp_client_in_off(ss_udp_relay_t *u)
-{
-	uint8_t scratch[SS_ADDR_MAX_ENCODED];
-
-	if (u->socks5) /* [RSV RSV FRAG][address][data], the address at SS_UDP_HEAD */
-		return SS_UDP_HEAD - 3;
-	if (u->redir) /* the address goes in front once the datagram tells it */
-		return SS_UDP_HEAD + UDP_REDIR_ADDR_ROOM;
-	return SS_UDP_HEAD + ss_addr_encode(&u->inst->cfg->tunnel_addr, scratch, sizeof(scratch));
-}
-
-/* A datagram from an application (n bytes at buf + ss_udp_client_in_off):
- * seal it and queue it to the server. */
-bool ss_udp_client_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
+/* A datagram from an application (n bytes at buf + the front's read_off):
+ * seal it and queue it to the association's server. */
+static bool client_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 			   const ss_udp_rxmsg_t *r)
 {
-	struct ss_instance *inst = u->inst;
-	ss_udp_listener_t *l = w;
-	const struct sockaddr *from = (const struct sockaddr *)&r->from;
-	uint8_t *at = buf + SS_UDP_HEAD, *data = buf + ss_udp_client_in_off(u), *out;
-	size_t addr_len = 0, dlen = n;
+	ss_udp_app_dgram_t d;
+	ss_udp_assoc_t *a;
+	uint8_t *out;
 	long sealed;
 
 	u->stats.datagrams_in++;
-	if (!u->socks5 && !u->redir)
-		addr_len = ss_addr_encode(&inst->cfg->tunnel_addr, at, SS_ADDR_MAX_ENCODED);
-	if (u->redir) {
-		const char *why = udp_redir_target(u, &r->dst, r->dstlen, data, &at, &addr_len);
-		if (why) {
-			ss_udp_refuse(u, from, from, "datagram dropped", why);
-			return true;
-		}
-	}
-	if (u->socks5) {
-		ss_addr_t target;
-		size_t used;
-		if (n < 3 || ss_socks5_parse_udp(data, dlen, &target, &used) != SS_OK) {
-			ss_udp_drop(u, from, "malformed SOCKS5 UDP header");
-			return true;
-		}
-		if (data[2] != 0) {
-			ss_udp_drop(u, from, "fragmented SOCKS5 datagram");
-			return true;
-		}
-		addr_len = used - 3;
-		dlen -= used;
-	}
-	/* --mtu counts the payload, not the SOCKS5 header. */
-	if (inst->cfg->mtu && dlen > (size_t)inst->cfg->mtu) {
-		ss_udp_drop(u, from, "larger than --mtu");
+	if (!(a = u->front->take(u, w, buf, n, r, &d)))
 		return true;
-	}
-	const char *why = "no association";
-	ss_udp_assoc_t *a = u->socks5
-				? udp_socks5_assoc(u, from, r->fromlen, l->index, &why)
-				: ss_udp_assoc_get(u, from, r->fromlen, from, r->fromlen, l->index);
-	if (!a) {
-		ss_udp_drop(u, from, why);
-		return true;
-	}
-	if (a->control)
-		ss_conn_touch(a->control);
 	ss_udp_codec_t *x = ss_udp_codec(u, a);
-	sealed = x->k->ops->udp_seal(x->k, x->rst, ss_udp_ast(u, a), buf, SS_UDP_BUF_SIZE, at,
-				     addr_len, dlen, ss_udp_now(u), &out);
+	sealed = x->k->ops->udp_seal(x->k, x->rst, ss_udp_ast(u, a), buf, SS_UDP_BUF_SIZE, d.addr,
+				     d.addr_len, d.len, ss_udp_now(u), &out);
 	if (sealed < 0) {
-		ss_udp_drop(u, from, "sealing failed");
+		ss_udp_drop(u, (const struct sockaddr *)&r->from, "sealing failed");
 		return true;
 	}
 	ss_udp_queue(u, a->io.fd, &a->sflags, out, (size_t)sealed, NULL, 0, a);
@@ -333,12 +191,11 @@ bool ss_udp_client_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 }
 
 /* A datagram from the server (n bytes at buf + ss_udp_wire): open it and
- * queue it to the application. */
-bool ss_udp_client_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
+ * give it to the application as its front does. */
+static bool client_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 			    const ss_udp_rxmsg_t *r)
 {
 	ss_udp_assoc_t *a = w;
-	const struct sockaddr *client = (struct sockaddr *)&a->peer;
 	ss_udp_codec_t *x = ss_udp_codec(u, a);
 	ss_codec_pkt_t p;
 	const char *why;
@@ -350,26 +207,79 @@ bool ss_udp_client_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 		const ss_server_t *s = &u->inst->servers.s[a->server];
 		char what[sizeof(s->name) + 80];
 		snprintf(what, sizeof(what), "an answer of server %s is refused", s->name);
-		ss_udp_refuse(u, s->addr_len ? (const struct sockaddr *)&s->addr : NULL, client,
-			      what, why);
+		ss_udp_refuse(u, s->addr_len ? (const struct sockaddr *)&s->addr : NULL,
+			      &a->peer.sa, what, why);
 		return true;
 	}
 	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
 	ss_servers_udp_answered(&u->inst->servers, a->server);
-	if (a->control)
-		ss_conn_touch(a->control);
 	u->stats.datagrams_out++;
-	ss_udp_listener_t *l = &u->listeners[a->listener];
-	if (u->redir) {
-		udp_redir_answer(u, a, &p);
-	} else if (u->socks5) {
-		uint8_t *h = p.addr_raw - 3;
-		h[0] = h[1] = h[2] = 0;
-		ss_udp_queue(u, l->io.fd, &l->sflags, h, (size_t)(p.payload - h) + p.payload_len,
-			     client, a->peer_len, NULL);
-	} else {
-		ss_udp_queue(u, l->io.fd, &l->sflags, p.payload, p.payload_len, client, a->peer_len,
-			     NULL);
-	}
+	u->front->answer(u, a, &p);
 	return true;
 }
+
+void ss_udp_client_answer(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *p, size_t len)
+{
+	ss_udp_listener_t *l = &u->listeners[a->listener];
+
+	ss_udp_queue(u, l->io.fd, &l->sflags, p, len, &a->peer.sa, a->peer_len, NULL);
+}
+
+/* The server, and so the codec, is picked after the read: room for the
+ * largest tag. */
+static ss_udp_landing_t client_inbound_landing(ss_udp_relay_t *u)
+{
+	size_t at = u->front->read_off(u);
+
+	return (ss_udp_landing_t){at, SS_UDP_BUF_SIZE - at - SS_CODEC_UDP_TAIL_MAX,
+				  u->front->want_dst};
+}
+
+static ss_udp_landing_t client_outbound_landing(ss_udp_relay_t *u, const ss_udp_assoc_t *a)
+{
+	size_t at = ss_udp_wire(ss_udp_codec(u, a));
+
+	return (ss_udp_landing_t){at, SS_UDP_BUF_SIZE - at, false};
+}
+
+/* A codec per server, in the order of the servers (a->server). */
+static int client_init(ss_udp_relay_t *u, size_t *max, char *err, size_t errlen)
+{
+	ss_servers_t *set = &u->inst->servers;
+	int rc;
+
+	if (u->front->init && (rc = u->front->init(u, max, err, errlen)) < 0)
+		return rc;
+	for (size_t i = 0; i < set->n; i++)
+		if ((rc = ss_udp_codec_add(u, &set->s[i].codec, set->s[i].cls, err, errlen)) < 0)
+			return rc;
+	return 0;
+}
+
+static void client_release(ss_udp_relay_t *u)
+{
+	if (u->front->release)
+		u->front->release(u);
+}
+
+static int client_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len,
+			 const char **hint)
+{
+	if (u->front->listen)
+		return u->front->listen(u, addr, len, hint);
+	return ss_sock_udp_bind(addr, len, &u->inst->sockopts);
+}
+
+const ss_udp_role_t ss_udp_client_role = {
+    .init = client_init,
+    .release = client_release,
+    .listen = client_listen,
+    .inbound_landing = client_inbound_landing,
+    .inbound = client_inbound,
+    .outbound_landing = client_outbound_landing,
+    .outbound = client_outbound,
+    .assoc_open = client_assoc_open,
+    .assoc_start = client_assoc_start,
+    .assoc_ended = client_assoc_ended,
+    .assoc_unreachable = client_failover,
+};

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* The UDP relay of ss-server: datagrams from clients, opened and sent to
- * their targets from the association's socket (full cone), names resolved
- * on the loop; the targets' answers sealed back to the client; and a
- * SIP022 session held by one worker, the others handing its datagrams there
- * (relay/udp_sessions.h). */
+/* The UDP relay's server role (ss-server): datagrams from clients, opened
+ * and sent to their targets from the association's socket (full cone),
+ * names resolved on the loop; the targets' answers sealed back to the
+ * client; and a SIP022 session held by one worker, the others handing its
+ * datagrams there (relay/udp_sessions.h). */
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "net/sock.h"
 #include "proto/addr.h"
 #include "relay/instance.h"
 #include "relay/udp_internal.h"
@@ -17,13 +19,13 @@
 
 #define UDP_DNS_TTL 30.0
 
-static socklen_t udp_salen(const struct sockaddr *sa)
+static socklen_t server_salen(const struct sockaddr *sa)
 {
 	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
-static void udp_server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *data, size_t len,
-			    const struct sockaddr *to)
+static void server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *data, size_t len,
+			const struct sockaddr *to)
 {
 	struct sockaddr_in6 mapped;
 
@@ -41,10 +43,10 @@ static void udp_server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t 
 		ss_ip6_map_v4(mapped.sin6_addr.s6_addr, &in->sin_addr);
 		to = (struct sockaddr *)&mapped;
 	}
-	ss_udp_queue(u, a->io.fd, &a->sflags, data, len, to, udp_salen(to), NULL);
+	ss_udp_queue(u, a->io.fd, &a->sflags, data, len, to, server_salen(to), NULL);
 }
 
-static void udp_dns_done(void *arg, int status, const struct sockaddr *sa, socklen_t len)
+static void server_dns_done(void *arg, int status, const struct sockaddr *sa, socklen_t len)
 {
 	ss_udp_dns_t *d = arg;
 	ss_udp_relay_t *u = d->relay;
@@ -71,7 +73,7 @@ static void udp_dns_done(void *arg, int status, const struct sockaddr *sa, sockl
 	} else {
 		struct sockaddr_storage to = d->addr;
 		ss_sockaddr_set_port((struct sockaddr *)&to, d->pending_port);
-		udp_server_send(u, a, d->pending, d->pending_len, (struct sockaddr *)&to);
+		server_send(u, a, d->pending, d->pending_len, (struct sockaddr *)&to);
 		/* out of any batch: sent now, before the slot is reused */
 		ss_udp_flush(u, false);
 	}
@@ -79,8 +81,8 @@ static void udp_dns_done(void *arg, int status, const struct sockaddr *sa, sockl
 }
 
 /* Sends to a named target: from the cache, or once the name resolves. */
-static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *t,
-				  const uint8_t *data, size_t len)
+static void server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *t,
+			      const uint8_t *data, size_t len)
 {
 	ev_tstamp now = ev_now(u->loop);
 	ss_udp_dns_t *d = NULL, *victim = NULL;
@@ -106,7 +108,7 @@ static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss
 		}
 		struct sockaddr_storage to = d->addr;
 		ss_sockaddr_set_port((struct sockaddr *)&to, t->port);
-		udp_server_send(u, a, data, len, (struct sockaddr *)&to);
+		server_send(u, a, data, len, (struct sockaddr *)&to);
 		return;
 	}
 	if (d && d->resolving) {
@@ -129,33 +131,34 @@ static void udp_server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss
 	d->pending_port = t->port;
 	memcpy(&d->pending_key, &a->entry.key, a->entry.key_len);
 	d->pending_key_len = a->entry.key_len;
-	ss_resolver_lookup(&u->inst->resolver, &d->req, d->name, t->port, udp_dns_done, d);
+	ss_resolver_lookup(&u->inst->resolver, &d->req, d->name, t->port, server_dns_done, d);
 }
 
-static void udp_to_target(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *target,
-			  const uint8_t *data, size_t len)
+static void server_to_target(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_addr_t *target,
+			     const uint8_t *data, size_t len)
 {
 	struct sockaddr_storage to;
 	socklen_t tolen;
 
 	if (target->atyp == SS_ATYP_DOMAIN) {
-		udp_server_send_named(u, a, target, data, len);
+		server_send_named(u, a, target, data, len);
 		return;
 	}
 	ss_addr_to_sockaddr(target, &to, &tolen);
-	udp_server_send(u, a, data, len, (struct sockaddr *)&to);
+	server_send(u, a, data, len, (struct sockaddr *)&to);
 }
 
 /* A new server association for an accepted datagram d from client: it
  * takes the datagram's session from the codec. NULL when it cannot be made. */
-static ss_udp_assoc_t *udp_server_assoc(ss_udp_relay_t *u, ss_codec_dgram_t *d,
+static ss_udp_assoc_t *server_assoc_add(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 					const struct sockaddr_storage *client, socklen_t clen,
 					uint8_t listener)
 {
-	ss_udp_assoc_t *a = ss_udp_assoc_get(u, (struct sockaddr *)&d->key, d->key_len,
-					     (const struct sockaddr *)client, clen, listener);
 	const char *user;
+	ss_udp_assoc_t *a;
 
+	a = ss_udp_assoc_find_or_add(u, (struct sockaddr *)&d->key, d->key_len,
+				     (const struct sockaddr *)client, clen, listener);
 	if (!a)
 		return NULL;
 	if (ss_codec_udp_adopt(u->codecs[0].k, u->codecs[0].rst, ss_udp_ast(u, a), d) < 0) {
@@ -173,18 +176,18 @@ static ss_udp_assoc_t *udp_server_assoc(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 /* A datagram accepted for association a (of a session, recorded in its
  * memo): it keeps the association alive, answers follow the client to the
  * address it last sent from, and the payload goes to its target. */
-static void udp_server_relay(ss_udp_relay_t *u, ss_udp_assoc_t *a, const struct sockaddr *from,
-			     socklen_t fromlen, uint8_t listener, const ss_addr_t *target,
-			     const uint8_t *data, size_t len)
+static void server_relay(ss_udp_relay_t *u, ss_udp_assoc_t *a, const struct sockaddr *from,
+			 socklen_t fromlen, uint8_t listener, const ss_addr_t *target,
+			 const uint8_t *data, size_t len)
 {
 	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
 	a->peer_len = ss_inaddr_set(&a->peer, from, fromlen);
 	a->listener = listener;
-	udp_to_target(u, a, target, data, len);
+	server_to_target(u, a, target, data, len);
 }
 
 /* Records the accepted d in its session's memo (codecs with sessions). */
-static void udp_session_seen(ss_udp_relay_t *u, ss_udp_session_t *s, const ss_codec_dgram_t *d)
+static void server_session_seen(ss_udp_relay_t *u, ss_udp_session_t *s, const ss_codec_dgram_t *d)
 {
 	ss_codec_t *k = u->codecs[0].k;
 
@@ -196,8 +199,8 @@ static void udp_session_seen(ss_udp_relay_t *u, ss_udp_session_t *s, const ss_co
 /* Another worker holds the session of the opened datagram d: it goes there,
  * to be checked against the session's memo and relayed from its one
  * association. */
-static void udp_hand_over(ss_udp_relay_t *u, unsigned holder, const ss_codec_dgram_t *d,
-			  const ss_codec_pkt_t *p, const ss_udp_rxmsg_t *r, uint8_t listener)
+static void server_hand_over(ss_udp_relay_t *u, unsigned holder, const ss_codec_dgram_t *d,
+			     const ss_codec_pkt_t *p, const ss_udp_rxmsg_t *r, uint8_t listener)
 {
 	ss_udp_handed_t h = {.d = *d, .target = p->addr, .listener = listener};
 	ss_udp_relay_t *to = &u->inst->peers[holder]->udp;
@@ -215,9 +218,8 @@ static void udp_hand_over(ss_udp_relay_t *u, unsigned holder, const ss_codec_dgr
  * a new association, unless the key's session is another worker's (handed
  * there) or its memo has seen the datagram (a replay after its association
  * ended). NULL when it goes no further here. */
-static ss_udp_assoc_t *udp_server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d,
-				      const ss_codec_pkt_t *p, const ss_udp_rxmsg_t *r,
-				      uint8_t listener)
+static ss_udp_assoc_t *server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d, const ss_codec_pkt_t *p,
+				  const ss_udp_rxmsg_t *r, uint8_t listener)
 {
 	const struct sockaddr *from = (const struct sockaddr *)&r->from;
 	ss_codec_t *k = u->codecs[0].k;
@@ -229,7 +231,7 @@ static ss_udp_assoc_t *udp_server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 		switch (ss_udp_sessions_claim(u->sessions, (struct sockaddr *)&d->key,
 					      u->inst->worker, ev_now(u->loop), &s, &holder)) {
 		case SS_UDP_SESSION_OTHER:
-			udp_hand_over(u, holder, d, p, r, listener);
+			server_hand_over(u, holder, d, p, r, listener);
 			return NULL;
 		case SS_UDP_SESSION_FULL:
 			ss_udp_refuse(u, from, from, "datagram refused",
@@ -244,9 +246,9 @@ static ss_udp_assoc_t *udp_server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 				      "packet id replayed or too old");
 			return NULL;
 		}
-		udp_session_seen(u, s, d);
+		server_session_seen(u, s, d);
 	}
-	a = udp_server_assoc(u, d, &r->from, r->fromlen, listener);
+	a = server_assoc_add(u, d, &r->from, r->fromlen, listener);
 	if (!a) {
 		if (s)
 			ss_udp_sessions_release(u->sessions, s, ev_now(u->loop));
@@ -259,7 +261,7 @@ static ss_udp_assoc_t *udp_server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d,
 
 /* A datagram from a client (n bytes at buf + ss_udp_wire): open it and queue
  * the payload to its target. */
-bool ss_udp_server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
+static bool server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 			   const ss_udp_rxmsg_t *r)
 {
 	struct ss_instance *inst = u->inst;
@@ -297,20 +299,20 @@ bool ss_udp_server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 		return true;
 	}
 	if (!a) {
-		if ((a = udp_server_new(u, &d, &p, r, l->index)))
-			udp_to_target(u, a, &p.addr, p.payload, p.payload_len);
+		if ((a = server_new(u, &d, &p, r, l->index)))
+			server_to_target(u, a, &p.addr, p.payload, p.payload_len);
 		return true;
 	}
 	if (a->session)
-		udp_session_seen(u, a->session, &d);
-	udp_server_relay(u, a, from, r->fromlen, l->index, &p.addr, p.payload, p.payload_len);
+		server_session_seen(u, a->session, &d);
+	server_relay(u, a, from, r->fromlen, l->index, &p.addr, p.payload, p.payload_len);
 	return true;
 }
 
 /* Datagrams the other workers handed over, of sessions this one holds:
  * each is checked against its session's memo here, as if it had come in
  * here, and relayed. */
-static void udp_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
+static void server_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	ss_udp_relay_t *u = w->data;
 	ss_codec_t *k = u->codecs[0].k;
@@ -336,9 +338,8 @@ static void udp_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
 				      "packet id replayed or too old");
 			continue;
 		}
-		udp_session_seen(u, a->session, &h->d);
-		udp_server_relay(u, a, from, h->fromlen, h->listener, &h->target, h->payload,
-				 h->len);
+		server_session_seen(u, a->session, &h->d);
+		server_relay(u, a, from, h->fromlen, h->listener, &h->target, h->payload, h->len);
 	}
 	/* The payloads are sent before their slots are given back. */
 	ss_udp_flush(u, true);
@@ -347,7 +348,7 @@ static void udp_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
 
 /* An answer from a target (n bytes at buf + SS_UDP_HEAD): wrap it with the
  * target's address, right before it, seal it and queue it to the client. */
-bool ss_udp_server_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
+static bool server_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 			    const ss_udp_rxmsg_t *r)
 {
 	struct ss_instance *inst = u->inst;
@@ -380,28 +381,32 @@ bool ss_udp_server_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 	return true;
 }
 
-/* ss-server with a codec that has sessions: worker 0 makes the table of
- * every worker's sessions, the others use it; with workers, each takes the
+/* With a codec that has sessions, worker 0 makes the table of every
+ * worker's sessions, the others use it; with workers, each takes the
  * datagrams of its sessions that reach the others. */
-int ss_udp_server_setup(ss_udp_relay_t *u, size_t max_assoc, char *err, size_t errlen)
+static int server_init(ss_udp_relay_t *u, size_t *max, char *err, size_t errlen)
 {
 	struct ss_instance *inst = u->inst;
-	const ss_codec_ops_t *ops = u->codecs[0].k->ops;
+	const ss_codec_ops_t *ops = inst->codec.ops;
+	int rc;
 
-	if (u->client || !ops->udp_memo_size)
+	if ((rc = ss_udp_codec_add(u, &inst->codec, 0, err, errlen)) < 0)
+		return rc;
+	if (!ops->udp_memo_size)
 		return 0;
 	if (inst->first) {
 		u->sessions = inst->first->udp.sessions;
 	} else {
 		if (ss_udp_sessions_init(&u->own_sessions, ops->udp_memo_size, ops->udp_memo_ttl,
-					 max_assoc * inst->workers, SS_UDP_SESSIONS_ENDED) < 0) {
+					 *max * inst->workers, SS_UDP_SESSIONS_ENDED) < 0) {
 			snprintf(err, errlen, "cannot reserve the table of UDP sessions");
 			return -ENOMEM;
 		}
 		u->sessions = &u->own_sessions;
 	}
 	if (inst->workers > 1) {
-		if (ss_udp_inbox_init(&u->inbox, u->loop, SS_UDP_BUF_SIZE, udp_inbox_cb, u) < 0) {
+		if (ss_udp_inbox_init(&u->inbox, u->loop, SS_UDP_BUF_SIZE, server_inbox_cb, u) <
+		    0) {
 			snprintf(err, errlen, "cannot reserve room for datagrams between workers");
 			return -ENOMEM;
 		}
@@ -409,3 +414,87 @@ int ss_udp_server_setup(ss_udp_relay_t *u, size_t max_assoc, char *err, size_t e
 	}
 	return 0;
 }
+
+static void server_closing(ss_udp_relay_t *u)
+{
+	if (u->inbox.q)
+		ss_info("udp: %" PRIu64
+			" datagrams handed to the workers holding their sessions, %" PRIu64
+			" taken from them",
+			u->stats.handed, u->stats.taken);
+	/* Datagrams handed over from now on are dropped by their sender. */
+	ss_udp_inbox_close(&u->inbox);
+}
+
+static void server_destroy(ss_udp_relay_t *u)
+{
+	ss_udp_inbox_free(&u->inbox);
+	ss_udp_sessions_free(&u->own_sessions);
+	u->sessions = NULL;
+}
+
+/* The association's socket, left unconnected so that any target can
+ * answer (full cone): dual-stack where the host has IPv6. A fd or -errno. */
+static int server_socket(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	const ss_sockopts_t *o = &u->inst->outopts;
+	int fd;
+
+	a->family = AF_INET;
+	if (o->bind4 && !o->bind6)
+		return ss_sock_udp_open(AF_INET, o);
+	fd = ss_sock_udp_open(AF_INET6, o);
+	if (fd >= 0)
+		a->family = AF_INET6;
+	else if (fd == -EAFNOSUPPORT)
+		fd = ss_sock_udp_open(AF_INET, o);
+	return fd;
+}
+
+static int server_assoc_open(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	int fd = ss_udp_assoc_setup(u, a, server_socket(u, a));
+	char peer[SS_ADDR_STRLEN];
+
+	if (fd >= 0)
+		ss_debug("udp %s: new association", ss_udp_peer(&a->peer.sa, peer, sizeof(peer)));
+	return fd;
+}
+
+/* Its session's record stays while the session's datagrams could still be
+ * replayed. */
+static void server_assoc_ended(ss_udp_relay_t *u, ss_udp_assoc_t *a)
+{
+	if (!a->session)
+		return;
+	ss_udp_sessions_release(u->sessions, a->session, ev_now(u->loop));
+	a->session = NULL;
+}
+
+static ss_udp_landing_t server_inbound_landing(ss_udp_relay_t *u)
+{
+	size_t at = ss_udp_wire(&u->codecs[0]);
+
+	return (ss_udp_landing_t){at, SS_UDP_BUF_SIZE - at, false};
+}
+
+/* A target's answer leaves room for the address before it and the codec's
+ * tail after it, to be sealed in place. */
+static ss_udp_landing_t server_outbound_landing(ss_udp_relay_t *u, const ss_udp_assoc_t *a)
+{
+	(void)a;
+	return (ss_udp_landing_t){SS_UDP_HEAD,
+				  SS_UDP_BUF_SIZE - SS_UDP_HEAD - u->codecs[0].k->udp_tail, false};
+}
+
+const ss_udp_role_t ss_udp_server_role = {
+    .init = server_init,
+    .closing = server_closing,
+    .destroy = server_destroy,
+    .inbound_landing = server_inbound_landing,
+    .inbound = server_inbound,
+    .outbound_landing = server_outbound_landing,
+    .outbound = server_outbound,
+    .assoc_open = server_assoc_open,
+    .assoc_ended = server_assoc_ended,
+};
