@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include "codec/codec.h"
@@ -276,6 +277,14 @@ const char *ss_conn_peer(const ss_conn_t *c, char *buf, size_t len);
 
 /* The pump (relay/pump.c): moves what it can in direction d. */
 void ss_pump(ss_conn_t *c, int d);
+/* Reads once from side d into d's buffer, behind the undecoded bytes there
+ * (ss-server's first flight, decoded with ss_pump_decode): what read(2)
+ * returned, -1 with errno set. */
+ssize_t ss_pump_read(ss_conn_t *c, int d);
+/* Of the plaintext gathered at the front of d's buffer (ss_pump_gather),
+ * the handshake took the first used bytes: the rest is d's pending
+ * output, and only it counts as delivered. */
+void ss_pump_consume(ss_conn_t *c, int d, size_t used);
 /* Decodes what is buffered in d into its pending output, through the
  * codec (also an identity one: a server's first flight); hdr (may be NULL)
  * as the codec's decode fills it. SS_OK, SS_ERR. */

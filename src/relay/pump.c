@@ -132,6 +132,38 @@ void ss_pump_gather(ss_conn_t *c, int d)
 	pump_compact(c, d);
 }
 
+ssize_t ss_pump_read(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+	uint8_t *buf = ss_conn_buf(c, d);
+	size_t want = SS_RELAY_BUF_SIZE - dir->rend;
+	ssize_t n;
+
+	do
+		n = read(c->side[d].fd, buf + dir->rend, want);
+	while (n < 0 && errno == EINTR);
+	/* A short read emptied the socket: once what it brought is written,
+	 * the pump waits for the watcher rather than read EAGAIN. */
+	dir->drained = n > 0 && (size_t)n < want;
+	if (n > 0) {
+		dir->rend += n;
+		ss_conn_touch(c);
+	}
+	return n;
+}
+
+void ss_pump_consume(ss_conn_t *c, int d, size_t used)
+{
+	ss_dir_t *dir = &c->dir[d];
+
+	if (dir->keep > used) {
+		dir->iov[0] = (struct iovec){dir->buf + used, dir->keep - used};
+		dir->iov_i = 0;
+		dir->iov_n = 1;
+	}
+	dir->bytes -= used;
+}
+
 /* Writes pending output: SS_OK when all of it is out, SS_AGAIN when the sink
  * is full, SS_ERR on a socket error. */
 static int pump_flush(ss_conn_t *c, ss_dir_t *dir, int fd)
