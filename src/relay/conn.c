@@ -444,7 +444,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	c->lookup_busy = false;
 	c->lead_wait = false;
 	c->bypass = false;
-	c->in_framed = c->in_next = c->in_over = c->in_hold = c->out_framed = false;
+	c->filter = NULL;
 	c->k = NULL;
 	c->srv = -1;
 	c->srv_wait = c->connected = c->answered = false;
@@ -649,8 +649,7 @@ void ss_conn_stream(ss_conn_t *c)
 	 * kernel: an identity codec's after the header, and bypassed
 	 * connections. */
 	for (int d = 0; d < 2; d++) {
-		c->dir[d].splice = c->dir[d].xf == SS_XF_COPY && c->inst->splice_ok &&
-				   !(d == SS_IN ? c->in_framed : c->out_framed);
+		c->dir[d].splice = c->dir[d].xf == SS_XF_COPY && c->inst->splice_ok && !c->filter;
 		if (c->dir[d].splice)
 			ss_splice_use_pool(&c->dir[d].sp, &c->inst->pipes);
 	}

@@ -235,7 +235,7 @@ void ss_conn_outbound_end(ss_conn_t *c)
 	}
 	c->k = NULL;
 	ss_conn_buf_release(c, SS_OUT);
-	c->in_framed = c->in_next = c->in_over = c->in_hold = c->out_framed = false;
+	c->filter = NULL;
 	/* Its next request has the idle timeout: it proved itself before. */
 	ss_conn_enter(c, SS_CONN_HANDSHAKE);
 	ss_conn_touch(c);

@@ -19,9 +19,24 @@
  * head is rewritten in place, up to SS_HTTP_REWRITE_GROWTH bytes longer,
  * with whatever came after it (its body, the next requests) still behind. */
 #define SS_HS_READ_CAP (SS_HS_CAP - SS_HTTP_REWRITE_GROWTH)
-_Static_assert(SS_FRAMED_READ <= SS_HS_READ_CAP, "a framed read's rest fits a first read");
 
-/* Sub-states (c->hs.stage). STAGE_LOGIN only when users are configured
+/* CONNECT, as SOCKS4, SOCKS5 and the shared connect number it. */
+#define SS_LOCAL_CMD_CONNECT 1
+
+/* What the handshake's state starts with (c->hs); the HTTP proxy's goes
+ * on with its own (hs_http.c). */
+typedef struct ss_local_hs {
+	uint16_t fill;  /* handshake bytes read, at SS_HS_OFF */
+	uint16_t early; /* where the payload after the request starts */
+	uint8_t stage;  /* the handshake's sub-state */
+} ss_local_hs_t;
+
+static inline ss_local_hs_t *ss_local_hs(ss_conn_t *c)
+{
+	return (ss_local_hs_t *)(void *)c->hs;
+}
+
+/* Sub-states (ss_local_hs_t.stage). STAGE_LOGIN only when users are configured
  * (RFC 1929); a request is read only after a successful login then. */
 enum {
 	SS_STAGE_GREETING,
@@ -47,17 +62,8 @@ void ss_hs_http_inbound(ss_conn_t *c, uint8_t *hs);
 /* HTTP: the refusal for a failed connect or a refused command: status
  * (403, 502, 504, ...) toward the client, then the end. */
 void ss_hs_http_fail(ss_conn_t *c, int status, const char *why);
-/* HTTP: the outbound side is connected; the stream starts. */
+/* HTTP: the outbound side is connected; the stream starts (a forwarded
+ * request's through the pump's filters). */
 void ss_hs_http_connected(ss_conn_t *c);
-/* HTTP, a forwarded request (ops->inbound_stream): where its body ends. */
-int ss_hs_http_stream(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep);
-/* HTTP, kept alive (ops->inbound_next): the next request, for the same
- * origin, or held (in_hold) until the answers in flight are out. */
-int ss_hs_http_next(ss_conn_t *c);
-/* HTTP, a forwarded request (ops->outbound_stream): where the answers end. */
-int ss_hs_http_answers(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep);
-/* HTTP, a held request (ops->outbound_idle): sent to its origin, or
- * answered, once every answer before it is out. */
-bool ss_hs_http_idle(ss_conn_t *c);
 
 #endif

@@ -59,11 +59,12 @@ static void socks5_fail(ss_conn_t *c, ss_socks5_rep_t rep, const char *why)
 {
 	uint8_t out[32];
 
-	if (c->hs.stage == SS_STAGE_HTTP || c->hs.stage == SS_STAGE_HTTP_PLAIN) {
+	if (ss_local_hs(c)->stage == SS_STAGE_HTTP ||
+	    ss_local_hs(c)->stage == SS_STAGE_HTTP_PLAIN) {
 		ss_hs_http_fail(c, socks5_http_status(rep), why);
 		return;
 	}
-	size_t n = c->hs.stage == SS_STAGE_SOCKS4
+	size_t n = ss_local_hs(c)->stage == SS_STAGE_SOCKS4
 		       ? ss_socks4_encode_reply(SS_SOCKS4_REP_REJECTED, out)
 		       : ss_socks5_encode_reply(rep, NULL, out, sizeof(out));
 
@@ -73,7 +74,7 @@ static void socks5_fail(ss_conn_t *c, ss_socks5_rep_t rep, const char *why)
 
 static void socks5_accepted(ss_conn_t *c)
 {
-	c->hs.stage = SS_STAGE_GREETING;
+	ss_local_hs(c)->stage = SS_STAGE_GREETING;
 	c->action = "socks5";
 }
 
@@ -81,8 +82,8 @@ static void socks5_consume(ss_conn_t *c, size_t used)
 {
 	uint8_t *hs = c->dir[SS_IN].buf + SS_HS_OFF;
 
-	memmove(hs, hs + used, c->hs.fill - used);
-	c->hs.fill -= used;
+	memmove(hs, hs + used, ss_local_hs(c)->fill - used);
+	ss_local_hs(c)->fill -= used;
 }
 
 /* The login sub-negotiation. Returns true when the request may be read
@@ -94,13 +95,13 @@ static bool socks5_login(ss_conn_t *c, uint8_t *hs)
 	size_t used;
 	uint8_t out[2];
 
-	int r = ss_socks5_parse_login(hs, c->hs.fill, &used, &login);
+	int r = ss_socks5_parse_login(hs, ss_local_hs(c)->fill, &used, &login);
 	if (r == SS_AGAIN)
 		return false;
 	bool ok = r == SS_OK && ss_socks5_login_check(cfg->socks_creds, cfg->n_socks_creds, &login);
 	ss_hs_local_send(c, out, ss_socks5_encode_login_reply(ok, out));
 	if (!ok) {
-		ss_wipe(hs, c->hs.fill);
+		ss_wipe(hs, ss_local_hs(c)->fill);
 		/* The name is not logged: a client may have sent its password
 		 * there, or something else it did not mean to be kept. */
 		shutdown(c->side[SS_IN].fd, SHUT_WR);
@@ -110,7 +111,7 @@ static bool socks5_login(ss_conn_t *c, uint8_t *hs)
 	}
 	ss_wipe(hs, used);
 	socks5_consume(c, used);
-	c->hs.stage = SS_STAGE_REQUEST;
+	ss_local_hs(c)->stage = SS_STAGE_REQUEST;
 	return true;
 }
 
@@ -132,7 +133,7 @@ void ss_hs_local_connect(ss_conn_t *c, uint8_t cmd, size_t used)
 
 	ss_info("%s %s: connect %s", c->action, ss_conn_peer(c, peer, sizeof(peer)),
 		ss_addr_format(&c->target, target, sizeof(target)));
-	c->hs.early = (uint16_t)used;
+	ss_local_hs(c)->early = (uint16_t)used;
 	ss_conn_connect_route(c);
 }
 
@@ -140,10 +141,10 @@ static void socks4_request(ss_conn_t *c, const uint8_t *hs)
 {
 	size_t used;
 	uint8_t cmd = 0;
-	int r = ss_socks4_parse_request(hs, c->hs.fill, &used, &cmd, &c->target);
+	int r = ss_socks4_parse_request(hs, ss_local_hs(c)->fill, &used, &cmd, &c->target);
 
 	if (r == SS_AGAIN) {
-		if (c->hs.fill == SS_HS_READ_CAP)
+		if (ss_local_hs(c)->fill == SS_HS_READ_CAP)
 			ss_conn_close(c, "SOCKS4 request too long");
 		return;
 	}
@@ -172,44 +173,46 @@ static void socks5_inbound(ss_conn_t *c)
 	ssize_t n;
 
 	do
-		n = read(c->side[SS_IN].fd, hs + c->hs.fill, SS_HS_READ_CAP - c->hs.fill);
+		n = read(c->side[SS_IN].fd, hs + ss_local_hs(c)->fill,
+			 SS_HS_READ_CAP - ss_local_hs(c)->fill);
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			ss_conn_close(c, "reading the SOCKS5 handshake failed");
-		else if (!c->hs.fill)
+		else if (!ss_local_hs(c)->fill)
 			ss_conn_buf_release(c, SS_IN);
 		return;
 	}
 	if (n == 0) {
-		ss_conn_close(c, c->hs.fill ? "client closed during the SOCKS5 handshake" : NULL);
+		ss_conn_close(c, ss_local_hs(c)->fill ? "client closed during the SOCKS5 handshake"
+						      : NULL);
 		return;
 	}
-	c->hs.fill += n;
+	ss_local_hs(c)->fill += n;
 	ss_conn_touch(c);
 
-	if (c->hs.stage == SS_STAGE_GREETING && hs[0] == SS_SOCKS4_VERSION) {
-		c->hs.stage = SS_STAGE_SOCKS4;
+	if (ss_local_hs(c)->stage == SS_STAGE_GREETING && hs[0] == SS_SOCKS4_VERSION) {
+		ss_local_hs(c)->stage = SS_STAGE_SOCKS4;
 		c->action = "socks4";
 	}
 	/* An HTTP request starts with its method, in letters. */
-	if (c->hs.stage == SS_STAGE_GREETING &&
+	if (ss_local_hs(c)->stage == SS_STAGE_GREETING &&
 	    ((hs[0] >= 'A' && hs[0] <= 'Z') || (hs[0] >= 'a' && hs[0] <= 'z'))) {
-		c->hs.stage = SS_STAGE_HTTP;
+		ss_local_hs(c)->stage = SS_STAGE_HTTP;
 		c->action = "http";
 	}
-	if (c->hs.stage == SS_STAGE_SOCKS4) {
+	if (ss_local_hs(c)->stage == SS_STAGE_SOCKS4) {
 		socks4_request(c, hs);
 		return;
 	}
-	if (c->hs.stage == SS_STAGE_HTTP) {
+	if (ss_local_hs(c)->stage == SS_STAGE_HTTP) {
 		ss_hs_http_inbound(c, hs);
 		return;
 	}
 
-	if (c->hs.stage == SS_STAGE_GREETING) {
+	if (ss_local_hs(c)->stage == SS_STAGE_GREETING) {
 		bool noauth = false;
-		int r = ss_socks5_parse_greeting(hs, c->hs.fill, &used, &noauth);
+		int r = ss_socks5_parse_greeting(hs, ss_local_hs(c)->fill, &used, &noauth);
 		if (r == SS_AGAIN)
 			return;
 		if (r == SS_ERR) {
@@ -235,18 +238,18 @@ static void socks5_inbound(ss_conn_t *c)
 			return;
 		}
 		socks5_consume(c, used);
-		c->hs.stage = login ? SS_STAGE_LOGIN : SS_STAGE_REQUEST;
-		if (!c->hs.fill) {
+		ss_local_hs(c)->stage = login ? SS_STAGE_LOGIN : SS_STAGE_REQUEST;
+		if (!ss_local_hs(c)->fill) {
 			/* The request is a round trip away: a client that
 			 * waits holds no buffer meanwhile. */
 			ss_conn_buf_release(c, SS_IN);
 			return;
 		}
 	}
-	if (c->hs.stage == SS_STAGE_LOGIN) {
+	if (ss_local_hs(c)->stage == SS_STAGE_LOGIN) {
 		if (!socks5_login(c, hs))
 			return;
-		if (!c->hs.fill) {
+		if (!ss_local_hs(c)->fill) {
 			ss_conn_buf_release(c, SS_IN);
 			return;
 		}
@@ -254,9 +257,9 @@ static void socks5_inbound(ss_conn_t *c)
 
 	uint8_t cmd = 0;
 	ss_socks5_rep_t rep = SS_SOCKS5_REP_GENERAL_FAILURE;
-	int r = ss_socks5_parse_request(hs, c->hs.fill, &used, &cmd, &c->target, &rep);
+	int r = ss_socks5_parse_request(hs, ss_local_hs(c)->fill, &used, &cmd, &c->target, &rep);
 	if (r == SS_AGAIN) {
-		if (c->hs.fill == SS_HS_READ_CAP)
+		if (ss_local_hs(c)->fill == SS_HS_READ_CAP)
 			ss_conn_close(c, "SOCKS5 request too long");
 		return;
 	}
@@ -309,16 +312,18 @@ static void socks5_connected(ss_conn_t *c, int err)
 		socks5_fail(c, socks5_rep_for(err), why);
 		return;
 	}
-	if (c->hs.stage == SS_STAGE_HTTP || c->hs.stage == SS_STAGE_HTTP_PLAIN) {
+	if (ss_local_hs(c)->stage == SS_STAGE_HTTP ||
+	    ss_local_hs(c)->stage == SS_STAGE_HTTP_PLAIN) {
 		ss_hs_http_connected(c);
 		return;
 	}
-	size_t n = c->hs.stage == SS_STAGE_SOCKS4
+	size_t n = ss_local_hs(c)->stage == SS_STAGE_SOCKS4
 		       ? ss_socks4_encode_reply(SS_SOCKS4_REP_GRANTED, out)
 		       : ss_socks5_encode_reply(SS_SOCKS5_REP_SUCCEEDED, NULL, out, sizeof(out));
 	ss_hs_local_send(c, out, n);
 	uint8_t *hs = c->dir[SS_IN].buf + SS_HS_OFF;
-	ss_conn_client_stream(c, hs + c->hs.early, c->hs.fill - c->hs.early);
+	ss_conn_client_stream(c, hs + ss_local_hs(c)->early,
+			      ss_local_hs(c)->fill - ss_local_hs(c)->early);
 }
 
 const ss_handshake_ops_t ss_hs_socks5 = {
@@ -328,8 +333,4 @@ const ss_handshake_ops_t ss_hs_socks5 = {
     .accepted = socks5_accepted,
     .inbound = socks5_inbound,
     .connected = socks5_connected,
-    .inbound_stream = ss_hs_http_stream,
-    .inbound_next = ss_hs_http_next,
-    .outbound_stream = ss_hs_http_answers,
-    .outbound_idle = ss_hs_http_idle,
 };
