@@ -15,8 +15,8 @@
 #include "util/log.h"
 #include "util/result.h"
 
-/* ss-local's port as an HTTP proxy: CONNECT host:port opens a tunnel
- * through the same connect as SOCKS (ACL, servers, early data). The head
+/* ss-local's HTTP proxy front end: CONNECT host:port opens a tunnel
+ * through the shared connect (hs_local.c: ACL, servers, early data). The head
  * is parsed in the handshake area; a refusal is a whole response with
  * Connection: close, and the connection ends after it.
  *
@@ -54,6 +54,7 @@ enum {
 
 typedef struct http_hs {
 	ss_local_hs_t local;
+	bool plain;     /* a request forwarded to its origin, not a tunnel */
 	uint8_t hold;   /* held: what the next request waits for */
 	bool req_close; /* the request asked to close after it */
 	/* next: a request ended, and the next one's head collects in the
@@ -79,6 +80,12 @@ static http_hs_t *http_hs(ss_conn_t *c)
 	return (http_hs_t *)(void *)c->hs;
 }
 
+/* An HTTP request starts with its method, in letters. */
+static bool http_sniff(uint8_t b)
+{
+	return (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z');
+}
+
 static void http_status(ss_conn_t *c, int status)
 {
 	uint8_t out[160];
@@ -86,10 +93,30 @@ static void http_status(ss_conn_t *c, int status)
 	ss_hs_local_send(c, out, ss_http_encode_status(status, out, sizeof(out)));
 }
 
-void ss_hs_http_fail(ss_conn_t *c, int status, const char *why)
+static void http_refuse(ss_conn_t *c, int status, const char *why)
 {
 	http_status(c, status);
 	ss_hs_local_end(c, why);
+}
+
+/* The status nearest to f. */
+static int http_status_for(ss_local_fail_t f)
+{
+	switch (f) {
+	case SS_LOCAL_NOT_ALLOWED:
+		return 403;
+	case SS_LOCAL_UNSUPPORTED:
+		return 501;
+	case SS_LOCAL_TIMED_OUT:
+		return 504;
+	default:
+		return 502;
+	}
+}
+
+static void http_fail(ss_conn_t *c, ss_local_fail_t f, const char *why)
+{
+	http_refuse(c, http_status_for(f), why);
 }
 
 /* Whether the request carries the login of a configured user. Every user
@@ -143,11 +170,11 @@ static void http_plain(ss_conn_t *c, uint8_t *hs, const ss_http_req_t *req)
 	size_t rest = h->local.fill - req->head_len, body;
 
 	if (http_body_start(c, req, hs + req->head_len, rest, &body) != SS_OK) {
-		ss_hs_http_fail(c, 400, "malformed chunked HTTP request body");
+		http_refuse(c, 400, "malformed chunked HTTP request body");
 		return;
 	}
 	if (n == 0 || n + rest > SS_HS_CAP) {
-		ss_hs_http_fail(c, 431, "HTTP request head too long once rewritten");
+		http_refuse(c, 431, "HTTP request head too long once rewritten");
 		return;
 	}
 	memmove(hs + n, hs + req->head_len, rest);
@@ -156,7 +183,7 @@ static void http_plain(ss_conn_t *c, uint8_t *hs, const ss_http_req_t *req)
 	if (h->local.fill > n + rest)
 		ss_wipe(hs + n + rest, h->local.fill - n - rest);
 	h->local.fill = (uint16_t)(n + rest);
-	h->local.stage = SS_STAGE_HTTP_PLAIN;
+	h->plain = true;
 	c->filter = http_filters;
 	ss_http_resp_init(&h->resp);
 	ss_http_resp_expect(&h->resp, req->head);
@@ -227,7 +254,7 @@ static int http_next_request(ss_conn_t *c)
 	size_t body;
 	int r = ss_http_parse_request(hs, h->local.fill, &req);
 
-	/* As for a first request: a held one goes through ss_hs_http_inbound. */
+	/* As for a first request: a held one goes through http_inbound. */
 	if (r == SS_AGAIN) {
 		if (h->local.fill >= SS_HS_READ_CAP)
 			return http_hold(c, HTTP_HOLD_431);
@@ -264,7 +291,7 @@ static int http_next_request(ss_conn_t *c)
 	return SS_OK;
 }
 
-void ss_hs_http_inbound(ss_conn_t *c, uint8_t *hs)
+static void http_inbound(ss_conn_t *c, uint8_t *hs)
 {
 	http_hs_t *h = http_hs(c);
 	ss_http_req_t req;
@@ -275,12 +302,12 @@ void ss_hs_http_inbound(ss_conn_t *c, uint8_t *hs)
 		if (h->local.fill == SS_HS_READ_CAP) {
 			snprintf(why, sizeof(why), "HTTP request head over %d bytes",
 				 SS_HS_READ_CAP);
-			ss_hs_http_fail(c, 431, why);
+			http_refuse(c, 431, why);
 		}
 		return;
 	}
 	if (r == SS_ERR) {
-		ss_hs_http_fail(c, 400, "malformed HTTP proxy request");
+		http_refuse(c, 400, "malformed HTTP proxy request");
 		return;
 	}
 	if (c->inst->cfg->n_socks_creds > 0 && !http_authorized(c, hs, &req)) {
@@ -302,15 +329,15 @@ void ss_hs_http_inbound(ss_conn_t *c, uint8_t *hs)
 	ss_hs_local_connect(c, SS_LOCAL_CMD_CONNECT, req.head_len);
 }
 
-void ss_hs_http_connected(ss_conn_t *c)
+static void http_connected(ss_conn_t *c)
 {
 	http_hs_t *h = http_hs(c);
 	uint8_t *hs = c->dir[SS_IN].buf + SS_HS_OFF;
 
-	if (h->local.stage == SS_STAGE_HTTP) {
+	if (!h->plain) {
 		ss_hs_local_send(c, (const uint8_t *)http_established,
 				 sizeof(http_established) - 1);
-		ss_conn_client_stream(c, hs + h->local.early, h->local.fill - h->local.early);
+		ss_hs_local_stream(c);
 		return;
 	}
 	/* The first request goes on; what followed it stays in the handshake
@@ -350,9 +377,8 @@ static void http_switch(ss_conn_t *c)
 	uint8_t *hs = c->dir[SS_IN].buf + SS_HS_OFF;
 
 	ss_conn_outbound_end(c);
-	h->next = h->over = h->held = false;
-	h->local.stage = SS_STAGE_HTTP;
-	ss_hs_http_inbound(c, hs);
+	h->plain = h->next = h->over = h->held = false;
+	http_inbound(c, hs);
 }
 
 /* The answers in flight are out, or the origin has closed: a held request
@@ -512,4 +538,12 @@ static const ss_pump_filter_t http_filters[2] = {
 	    .idle = http_answers_idle,
 	    .keeps = http_answers_keep,
 	},
+};
+
+const ss_local_front_t ss_local_http = {
+    .name = "http",
+    .sniff = http_sniff,
+    .inbound = http_inbound,
+    .fail = http_fail,
+    .connected = http_connected,
 };
