@@ -99,8 +99,9 @@ typedef struct ss_conn {
 	 * each with its own struct, checked to fit), zeroed at the accept: used
 	 * in HANDSHAKE and by the front end's pump filter in STREAM. */
 	_Alignas(8) unsigned char hs[SS_HS_STATE_LEN];
-	/* STREAM: the pump's filters, filter[d] for direction d (relay/pump.c);
-	 * NULL: none, the stream goes as it comes. */
+	/* STREAM: the pump's filters, a pair set together, filter[d] for
+	 * direction d (relay/pump.c); NULL: neither direction has one, the
+	 * stream goes as it comes. */
 	const struct ss_pump_filter *filter;
 	/* The connection's codec: ss-server's, or a client's server's once it
 	 * is chosen; NULL before, and for a bypassed connection. */
