@@ -429,7 +429,7 @@ void ss_conn_dir_fresh(ss_dir_t *dir)
 void ss_conn_reset(ss_conn_t *c)
 {
 	c->lead_wait = c->bypass = false;
-	c->in_framed = c->in_next = c->in_over = c->in_hold = c->out_framed = false;
+	c->filter = NULL;
 	c->k = NULL;
 	c->srv = -1;
 	c->connected = c->answered = false;
@@ -654,8 +654,7 @@ void ss_conn_stream(ss_conn_t *c)
 	 * kernel: an identity codec's after the header, and bypassed
 	 * connections. */
 	for (int d = 0; d < 2; d++) {
-		c->dir[d].splice = c->dir[d].xf == SS_XF_COPY && c->inst->splice_ok &&
-				   !(d == SS_IN ? c->in_framed : c->out_framed);
+		c->dir[d].splice = c->dir[d].xf == SS_XF_COPY && c->inst->splice_ok && !c->filter;
 		if (c->dir[d].splice)
 			ss_splice_use_pool(&c->dir[d].sp, &c->inst->pipes);
 	}

@@ -6,13 +6,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include "codec/codec.h"
 #include "net/splice.h"
 #include "net/resolver.h"
 #include "proto/addr.h"
-#include "proto/http.h"
 
 /* One relayed TCP connection: two sides (inbound = the accepted socket,
  * outbound = the one we connect), two pump directions, one state. */
@@ -26,10 +26,8 @@
 
 enum { SS_IN = 0, SS_OUT = 1 };
 
-/* The most one read takes from a framed inbound stream (in_framed): what
- * follows the end of a request waits in the handshake area, with room
- * left there for a handshake that rewrites a head in place. */
-#define SS_FRAMED_READ (SS_HS_LEN - 64)
+/* Room for a handshake's own state (ss_conn_t.hs). */
+#define SS_HS_STATE_LEN 88
 
 typedef enum {
 	SS_XF_COPY,   /* identity */
@@ -94,35 +92,17 @@ typedef struct ss_conn {
 	 * it sends, and may be closed earlier to make room for a new one
 	 * (ss_conn_make_room). */
 	bool expendable;
-	/* The handshake's own state, used only in HANDSHAKE (and, for the
-	 * early bytes, until ss_conn_client_stream takes them; body, in
-	 * STREAM while in_framed). */
-	struct {
-		uint8_t stage;       /* the handshake's own sub-state */
-		uint16_t fill;       /* ss-local: handshake bytes read, at SS_HS_OFF */
-		uint16_t early;      /* ss-local: where the payload after the request starts */
-		ss_http_body_t body; /* ss-local's HTTP proxy: the request body's framing */
-		bool req_close;      /* ... and whether the request asked to close after it */
-		uint16_t hold;       /* ... what a held request waits for (hs_http.c) */
-		ss_http_resp_t resp; /* ... the answers to the requests in flight */
-	} hs;
-	/* STREAM: the inbound stream is framed by the handshake
-	 * (ops->inbound_stream sees every byte, nothing is spliced); in_next:
-	 * a request ended and the next one's head collects in the handshake
-	 * area (ops->inbound_next); in_over: the stream has ended, and what
-	 * the inbound side still sends is dropped. */
-	bool in_framed;
-	bool in_next;
-	bool in_over;
-	/* in_hold: the next request waits, unread further, until the answers
-	 * in flight are out (ops->outbound_idle); out_framed: the outbound
-	 * stream is framed by the handshake (ops->outbound_stream sees every
-	 * plaintext byte, nothing is spliced). */
-	bool in_hold;
-	bool out_framed;
 	bool lookup_busy; /* a resolver callback is still owed */
 	bool lead_wait;   /* waiting briefly for a first payload to ride with the header */
 	bool bypass;      /* client: the ACL sends it straight to its target */
+	/* The handshake's own state, laid out by its front end (relay/hs_*.c,
+	 * each with its own struct, checked to fit), zeroed at the accept: used
+	 * in HANDSHAKE and by the front end's pump filter in STREAM. */
+	_Alignas(8) unsigned char hs[SS_HS_STATE_LEN];
+	/* STREAM: the pump's filters, a pair set together, filter[d] for
+	 * direction d (relay/pump.c); NULL: neither direction has one, the
+	 * stream goes as it comes. */
+	const struct ss_pump_filter *filter;
 	/* The connection's codec: ss-server's, or a client's server's once it
 	 * is chosen; NULL before, and for a bypassed connection. */
 	ss_codec_t *k;
@@ -176,33 +156,9 @@ typedef struct ss_handshake_ops {
 	void (*inbound)(ss_conn_t *c);
 	/* The outbound connect finished: err 0 or an errno value. */
 	void (*connected)(ss_conn_t *c, int err);
-	/* STREAM, for a connection with in_framed set: n plaintext bytes just
-	 * read from the inbound side (a read in framed mode is at most
-	 * SS_FRAMED_READ bytes). SS_AGAIN: all of them go on; SS_OK: only the first
-	 * *keep do, and the request ends there; the handshake then sets
-	 * in_next (the rest is copied to the handshake area, hs.fill bytes)
-	 * or in_over (the rest, and whatever the inbound side sends after, is
-	 * read and dropped until it closes; the outbound side is not shut);
-	 * SS_ERR: the connection closes. */
-	int (*inbound_stream)(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep);
-	/* STREAM, in_next, with nothing waiting to go out: reads and parses
-	 * the next request from the handshake area, and puts what goes on in
-	 * the lead area (dir[SS_IN].lead). SS_OK: done (or it set in_over, or
-	 * the inbound side's eof); SS_AGAIN: wait for the inbound side;
-	 * SS_ERR: the connection closes. */
-	int (*inbound_next)(ss_conn_t *c);
-	/* STREAM, for a connection with out_framed set: n plaintext bytes
-	 * from the outbound side on their way in. SS_AGAIN: all of them go
-	 * on; SS_OK: only the first *keep do, the rest is dropped. */
-	int (*outbound_stream)(ss_conn_t *c, const uint8_t *p, size_t n, size_t *keep);
-	/* STREAM, in_hold, with nothing waiting to go to the inbound side
-	 * (the outbound side's eof may be set): true when the handshake took
-	 * the connection over (it may have ended the outbound leg, or the
-	 * connection); false: keep pumping. */
-	bool (*outbound_idle)(ss_conn_t *c);
 } ss_handshake_ops_t;
 
-extern const ss_handshake_ops_t ss_hs_socks5; /* ss-local */
+extern const ss_handshake_ops_t ss_hs_socks5; /* ss-local: SOCKS5, SOCKS4, HTTP */
 extern const ss_handshake_ops_t ss_hs_tunnel; /* ss-tunnel */
 extern const ss_handshake_ops_t ss_hs_redir;  /* ss-redir */
 extern const ss_handshake_ops_t ss_hs_server; /* ss-server */
@@ -274,8 +230,59 @@ void ss_conn_touch(ss_conn_t *c);
 /* Peer text for log lines. */
 const char *ss_conn_peer(const ss_conn_t *c, char *buf, size_t len);
 
+/* What a pump filter says of the bytes it was shown, or of what comes next
+ * in its direction. */
+typedef enum {
+	SS_FILTER_KEEP, /* data: every byte goes on; next: read the source */
+	SS_FILTER_END,  /* data: only the first *keep go on, the rest is the
+			   filter's (what it wants of it, it took); next: what
+			   goes on waits in the lead area (the source's eof may
+			   be set) */
+	SS_FILTER_WAIT, /* next: nothing yet; wait until the source is readable */
+	SS_FILTER_HOLD, /* next: read no more until the filter resumes the
+			   direction (ss_pump_resume); the other direction's
+			   idle hook hears when that one has written all it had */
+	SS_FILTER_ERR,  /* the stream's framing is malformed: the connection
+			   closes */
+} ss_filter_result_t;
+
+/* One direction's filter (c->filter[d]): what a front end needs to see of
+ * the plaintext (ss-local's HTTP proxy follows its requests one way and
+ * their answers the other), so that the pump knows no protocol. A filtered
+ * direction reads one run at a time and is never spliced. Every hook is
+ * set. */
+typedef struct ss_pump_filter {
+	/* The most one read takes: what follows the end of a message must
+	 * fit where the filter keeps it. */
+	uint32_t read_max;
+	/* Before each read, with nothing waiting to be written. */
+	ss_filter_result_t (*next)(ss_conn_t *c, int d);
+	/* n plaintext bytes at p, just read: KEEP, END with *keep, or ERR.
+	 * Decoded ones (the codec's spans) are KEEP or END. */
+	ss_filter_result_t (*data)(ss_conn_t *c, int d, uint8_t *p, size_t n, size_t *keep);
+	/* d has written all it had and reads next (its source's eof may be
+	 * set): true when the filter took the connection over (it may have
+	 * ended the outbound leg, or the connection); false: keep pumping. */
+	bool (*idle)(ss_conn_t *c, int d);
+	/* Whether the filter keeps bytes of its own in d's buffer (the start
+	 * of a next message): the buffer stays leased, and the direction
+	 * goes on to next without waiting for its source. */
+	bool (*keeps)(const ss_conn_t *c, int d);
+} ss_pump_filter_t;
+
 /* The pump (relay/pump.c): moves what it can in direction d. */
 void ss_pump(ss_conn_t *c, int d);
+/* A direction held by its filter (SS_FILTER_HOLD) reads again, after the
+ * present wake-up. */
+void ss_pump_resume(ss_conn_t *c, int d);
+/* Reads once from side d into d's buffer, behind the undecoded bytes there
+ * (ss-server's first flight, decoded with ss_pump_decode): what read(2)
+ * returned, -1 with errno set. */
+ssize_t ss_pump_read(ss_conn_t *c, int d);
+/* Of the plaintext gathered at the front of d's buffer (ss_pump_gather),
+ * the handshake took the first used bytes: the rest is d's pending
+ * output, and only it counts as delivered. */
+void ss_pump_consume(ss_conn_t *c, int d, size_t used);
 /* Decodes what is buffered in d into its pending output, through the
  * codec (also an identity one: a server's first flight); hdr (may be NULL)
  * as the codec's decode fills it. SS_OK, SS_ERR. */

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "relay/conn.h"
 #include "relay/instance.h"
@@ -24,17 +23,9 @@ static void server_accepted(ss_conn_t *c)
  * new bytes; false when the connection waits or has been closed. */
 static bool server_read(ss_conn_t *c)
 {
-	ss_dir_t *dir = &c->dir[SS_IN];
-	uint8_t *buf = ss_conn_buf(c, SS_IN);
-	size_t want = SS_RELAY_BUF_SIZE - dir->rend;
-	ssize_t n;
+	const ss_dir_t *dir = &c->dir[SS_IN];
+	ssize_t n = ss_pump_read(c, SS_IN);
 
-	do
-		n = read(c->side[SS_IN].fd, buf + dir->rend, want);
-	while (n < 0 && errno == EINTR);
-	/* A short read emptied the socket: once the first flight is written,
-	 * the pump waits for the watcher rather than read EAGAIN. */
-	dir->drained = n > 0 && (size_t)n < want;
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			ss_conn_close(c, "reading from the client failed");
@@ -46,8 +37,6 @@ static bool server_read(ss_conn_t *c)
 		ss_conn_close(c, dir->rend ? "client closed before a whole request" : NULL);
 		return false;
 	}
-	dir->rend += n;
-	ss_conn_touch(c);
 	return true;
 }
 
@@ -76,12 +65,7 @@ static int server_target_in_stream(ss_conn_t *c)
 
 	if (r != SS_OK)
 		return r;
-	if (dir->keep > used) {
-		dir->iov[0] = (struct iovec){dir->buf + used, dir->keep - used};
-		dir->iov_i = 0;
-		dir->iov_n = 1;
-	}
-	dir->bytes -= used;
+	ss_pump_consume(c, SS_IN, used);
 	return SS_OK;
 }
 

@@ -1,88 +1,111 @@
 /* SPDX-License-Identifier: MIT */
-#include <errno.h>
-#include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "codec/secret.h"
-#include "proto/socks4.h"
 #include "proto/socks5.h"
 #include "proto/socks5_auth.h"
 #include "relay/conn.h"
 #include "relay/hs_local.h"
 #include "relay/instance.h"
-#include "util/log.h"
 #include "util/result.h"
 
-/* ss-local: the SOCKS5 handshake, and SOCKS4/4a and HTTP (hs_http.c) on
- * the same port, told apart by the first byte; all share the connect. The
- * reply is sent once the server is reached, so a client learns when it is
- * not; the client's first payload then rides with the address header.
- * Handshake bytes are read into the tail of the inbound buffer, clear of
- * where the first chunk is built. */
+/* ss-local's SOCKS5 front end (RFC 1928): the greeting, the login when
+ * users are configured (RFC 1929), then a request: CONNECT goes through
+ * the shared connect (hs_local.c), UDP ASSOCIATE holds an association. */
 
-void ss_hs_local_send(ss_conn_t *c, const uint8_t *p, size_t n)
+_Static_assert(SS_SOCKS5_CMD_CONNECT == SS_LOCAL_CMD_CONNECT, "CONNECT is the shared one");
+
+/* Sub-states. LOGIN only when users are configured; a request is read only
+ * after a successful login then. */
+enum {
+	SOCKS5_GREETING,
+	SOCKS5_LOGIN,
+	SOCKS5_REQUEST,
+};
+
+typedef struct socks5_hs {
+	ss_local_hs_t local;
+	uint8_t stage;
+} socks5_hs_t;
+
+_Static_assert(sizeof(socks5_hs_t) <= SS_HS_STATE_LEN, "the handshake area holds its state");
+
+static socks5_hs_t *socks5_hs(ss_conn_t *c)
 {
-	/* A handful of bytes on a fresh socket; if even that does not fit the
-	 * peer is gone, and the next read or write says so. */
-	(void)send(c->side[SS_IN].fd, p, n, MSG_NOSIGNAL);
+	return (socks5_hs_t *)(void *)c->hs;
 }
 
-/* Ends the connection after a refusal: the FIN follows the reply, and the
- * client's unread bytes are read away until it closes, so that our close
- * cannot turn into a reset that destroys the reply before it is read. */
-void ss_hs_local_end(ss_conn_t *c, const char *why)
+static bool socks5_sniff(uint8_t b)
 {
-	shutdown(c->side[SS_IN].fd, SHUT_WR);
-	ss_conn_drain(c, why);
+	return b == SS_SOCKS5_VERSION;
 }
 
-/* The HTTP status that says what rep does. */
-static int socks5_http_status(ss_socks5_rep_t rep)
-{
-	switch (rep) {
-	case SS_SOCKS5_REP_NOT_ALLOWED:
-		return 403;
-	case SS_SOCKS5_REP_COMMAND_NOT_SUPPORTED:
-		return 501;
-	case SS_SOCKS5_REP_TTL_EXPIRED:
-		return 504;
-	default:
-		return 502;
-	}
-}
-
-/* A SOCKS4 client hears 91 whatever the SOCKS5 reply would have said, an
- * HTTP client the status nearest to it. */
-static void socks5_fail(ss_conn_t *c, ss_socks5_rep_t rep, const char *why)
+static void socks5_reply_end(ss_conn_t *c, ss_socks5_rep_t rep, const char *why)
 {
 	uint8_t out[32];
 
-	if (c->hs.stage == SS_STAGE_HTTP || c->hs.stage == SS_STAGE_HTTP_PLAIN) {
-		ss_hs_http_fail(c, socks5_http_status(rep), why);
-		return;
-	}
-	size_t n = c->hs.stage == SS_STAGE_SOCKS4
-		       ? ss_socks4_encode_reply(SS_SOCKS4_REP_REJECTED, out)
-		       : ss_socks5_encode_reply(rep, NULL, out, sizeof(out));
-
-	ss_hs_local_send(c, out, n);
+	ss_hs_local_send(c, out, ss_socks5_encode_reply(rep, NULL, out, sizeof(out)));
 	ss_hs_local_end(c, why);
 }
 
-static void socks5_accepted(ss_conn_t *c)
+/* The reply that says f. */
+static ss_socks5_rep_t socks5_rep_for(ss_local_fail_t f)
 {
-	c->hs.stage = SS_STAGE_GREETING;
-	c->action = "socks5";
+	static const ss_socks5_rep_t rep[] = {
+	    [SS_LOCAL_FAILED] = SS_SOCKS5_REP_GENERAL_FAILURE,
+	    [SS_LOCAL_NOT_ALLOWED] = SS_SOCKS5_REP_NOT_ALLOWED,
+	    [SS_LOCAL_UNSUPPORTED] = SS_SOCKS5_REP_COMMAND_NOT_SUPPORTED,
+	    [SS_LOCAL_REFUSED] = SS_SOCKS5_REP_CONNECTION_REFUSED,
+	    [SS_LOCAL_NET_UNREACHABLE] = SS_SOCKS5_REP_NETWORK_UNREACHABLE,
+	    [SS_LOCAL_HOST_UNREACHABLE] = SS_SOCKS5_REP_HOST_UNREACHABLE,
+	    [SS_LOCAL_TIMED_OUT] = SS_SOCKS5_REP_TTL_EXPIRED,
+	};
+
+	return rep[f];
 }
 
-static void socks5_consume(ss_conn_t *c, size_t used)
+static void socks5_fail(ss_conn_t *c, ss_local_fail_t f, const char *why)
 {
-	uint8_t *hs = c->dir[SS_IN].buf + SS_HS_OFF;
+	socks5_reply_end(c, socks5_rep_for(f), why);
+}
 
-	memmove(hs, hs + used, c->hs.fill - used);
-	c->hs.fill -= used;
+/* The greeting: the method chosen, or the connection ended. Returns true
+ * when the handshake goes on with the bytes left. */
+static bool socks5_greeting(ss_conn_t *c, uint8_t *hs)
+{
+	socks5_hs_t *s = socks5_hs(c);
+	bool noauth = false;
+	size_t used;
+	int r = ss_socks5_parse_greeting(hs, s->local.fill, &used, &noauth);
+
+	if (r == SS_AGAIN)
+		return false;
+	if (r == SS_ERR) {
+		ss_conn_close(c, "not a SOCKS5 greeting");
+		return false;
+	}
+	/* With users configured, only username/password will do. */
+	bool login = c->inst->cfg->n_socks_creds > 0;
+	bool ok = login ? ss_socks5_greeting_offers(hs, used, SS_SOCKS5_AUTH_USERPASS) : noauth;
+	uint8_t out[2], method = login ? SS_SOCKS5_AUTH_USERPASS : SS_SOCKS5_AUTH_NONE;
+	ss_socks5_encode_method(ok ? method : SS_SOCKS5_AUTH_NO_ACCEPTABLE, out);
+	ss_hs_local_send(c, out, sizeof(out));
+	if (!ok && login) {
+		/* A client that will not log in where one must is a refusal
+		 * worth seeing at the default level. */
+		shutdown(c->side[SS_IN].fd, SHUT_WR);
+		ss_conn_refuse(c, "SOCKS5 client offers no username/password login");
+		return false;
+	}
+	if (!ok) {
+		ss_hs_local_end(c, "SOCKS5 client offers no acceptable method");
+		return false;
+	}
+	ss_hs_local_consume(c, used);
+	s->stage = login ? SOCKS5_LOGIN : SOCKS5_REQUEST;
+	return true;
 }
 
 /* The login sub-negotiation. Returns true when the request may be read
@@ -90,17 +113,18 @@ static void socks5_consume(ss_conn_t *c, size_t used)
 static bool socks5_login(ss_conn_t *c, uint8_t *hs)
 {
 	const ss_config_t *cfg = c->inst->cfg;
+	socks5_hs_t *s = socks5_hs(c);
 	ss_socks5_login_t login;
 	size_t used;
 	uint8_t out[2];
 
-	int r = ss_socks5_parse_login(hs, c->hs.fill, &used, &login);
+	int r = ss_socks5_parse_login(hs, s->local.fill, &used, &login);
 	if (r == SS_AGAIN)
 		return false;
 	bool ok = r == SS_OK && ss_socks5_login_check(cfg->socks_creds, cfg->n_socks_creds, &login);
 	ss_hs_local_send(c, out, ss_socks5_encode_login_reply(ok, out));
 	if (!ok) {
-		ss_secret_wipe(hs, c->hs.fill);
+		ss_secret_wipe(hs, s->local.fill);
 		/* The name is not logged: a client may have sent its password
 		 * there, or something else it did not mean to be kept. */
 		shutdown(c->side[SS_IN].fd, SHUT_WR);
@@ -109,227 +133,90 @@ static bool socks5_login(ss_conn_t *c, uint8_t *hs)
 		return false;
 	}
 	ss_secret_wipe(hs, used);
-	socks5_consume(c, used);
-	c->hs.stage = SS_STAGE_REQUEST;
+	ss_hs_local_consume(c, used);
+	s->stage = SOCKS5_REQUEST;
 	return true;
 }
 
-/* What follows the request is early payload, which stays in the handshake
- * area until the stream starts. */
-void ss_hs_local_connect(ss_conn_t *c, uint8_t cmd, size_t used)
+/* UDP ASSOCIATE: the relay's UDP address toward the client, then the
+ * connection holds the association until it closes. */
+static void socks5_udp(ss_conn_t *c)
 {
-	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN], why[64];
+	struct sockaddr_storage bnd;
+	uint8_t out[32];
 
-	if (cmd != SS_SOCKS5_CMD_CONNECT) {
-		snprintf(why, sizeof(why), "unsupported %s command %u", c->action, cmd);
-		socks5_fail(c, SS_SOCKS5_REP_COMMAND_NOT_SUPPORTED, why);
+	if (ss_udp_bound_addr(&c->inst->udp, c, &bnd) < 0) {
+		socks5_reply_end(c, SS_SOCKS5_REP_GENERAL_FAILURE, "no UDP relay address");
 		return;
 	}
-	if (c->inst->cfg->mode == SS_MODE_UDP_ONLY) {
-		socks5_fail(c, SS_SOCKS5_REP_NOT_ALLOWED, "TCP relay is off (-U)");
-		return;
-	}
-
-	ss_info("%s %s: connect %s", c->action, ss_conn_peer(c, peer, sizeof(peer)),
-		ss_addr_format(&c->target, target, sizeof(target)));
-	c->hs.early = (uint16_t)used;
-	ss_conn_connect_route(c);
+	ss_hs_local_send(c, out,
+			 ss_socks5_encode_reply(SS_SOCKS5_REP_SUCCEEDED, (struct sockaddr *)&bnd,
+						out, sizeof(out)));
+	ss_conn_udp_control(c);
 }
 
-static void socks4_request(ss_conn_t *c, const uint8_t *hs)
+static void socks5_request(ss_conn_t *c, const uint8_t *hs)
 {
-	size_t used;
-	uint8_t cmd = 0;
-	int r = ss_socks4_parse_request(hs, c->hs.fill, &used, &cmd, &c->target);
-
-	if (r == SS_AGAIN) {
-		if (c->hs.fill == SS_HS_READ_CAP)
-			ss_conn_close(c, "SOCKS4 request too long");
-		return;
-	}
-	if (r == SS_ERR) {
-		socks5_fail(c, SS_SOCKS5_REP_GENERAL_FAILURE,
-			    "malformed SOCKS4 request (a user id or host name over 255 bytes, or "
-			    "an empty host name)");
-		return;
-	}
-	/* SOCKS4 has no password: with users configured it would go around
-	 * them. A refusal worth seeing at the default level, as a failed login. */
-	if (c->inst->cfg->n_socks_creds > 0) {
-		uint8_t out[8];
-		ss_hs_local_send(c, out, ss_socks4_encode_reply(SS_SOCKS4_REP_REJECTED, out));
-		shutdown(c->side[SS_IN].fd, SHUT_WR);
-		ss_conn_refuse(c, "SOCKS4 has no login, and this port requires one");
-		return;
-	}
-	ss_hs_local_connect(c, cmd, used);
-}
-
-static void socks5_inbound(ss_conn_t *c)
-{
-	uint8_t *hs = ss_conn_buf(c, SS_IN) + SS_HS_OFF;
-	size_t used;
-	ssize_t n;
-
-	do
-		n = read(c->side[SS_IN].fd, hs + c->hs.fill, SS_HS_READ_CAP - c->hs.fill);
-	while (n < 0 && errno == EINTR);
-	if (n < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			ss_conn_close(c, "reading the SOCKS5 handshake failed");
-		else if (!c->hs.fill)
-			ss_conn_buf_release(c, SS_IN);
-		return;
-	}
-	if (n == 0) {
-		ss_conn_close(c, c->hs.fill ? "client closed during the SOCKS5 handshake" : NULL);
-		return;
-	}
-	c->hs.fill += n;
-	ss_conn_touch(c);
-
-	if (c->hs.stage == SS_STAGE_GREETING && hs[0] == SS_SOCKS4_VERSION) {
-		c->hs.stage = SS_STAGE_SOCKS4;
-		c->action = "socks4";
-	}
-	/* An HTTP request starts with its method, in letters. */
-	if (c->hs.stage == SS_STAGE_GREETING &&
-	    ((hs[0] >= 'A' && hs[0] <= 'Z') || (hs[0] >= 'a' && hs[0] <= 'z'))) {
-		c->hs.stage = SS_STAGE_HTTP;
-		c->action = "http";
-	}
-	if (c->hs.stage == SS_STAGE_SOCKS4) {
-		socks4_request(c, hs);
-		return;
-	}
-	if (c->hs.stage == SS_STAGE_HTTP) {
-		ss_hs_http_inbound(c, hs);
-		return;
-	}
-
-	if (c->hs.stage == SS_STAGE_GREETING) {
-		bool noauth = false;
-		int r = ss_socks5_parse_greeting(hs, c->hs.fill, &used, &noauth);
-		if (r == SS_AGAIN)
-			return;
-		if (r == SS_ERR) {
-			ss_conn_close(c, "not a SOCKS5 greeting");
-			return;
-		}
-		/* With users configured, only username/password will do. */
-		bool login = c->inst->cfg->n_socks_creds > 0;
-		bool ok =
-		    login ? ss_socks5_greeting_offers(hs, used, SS_SOCKS5_AUTH_USERPASS) : noauth;
-		uint8_t out[2], method = login ? SS_SOCKS5_AUTH_USERPASS : SS_SOCKS5_AUTH_NONE;
-		ss_socks5_encode_method(ok ? method : SS_SOCKS5_AUTH_NO_ACCEPTABLE, out);
-		ss_hs_local_send(c, out, sizeof(out));
-		if (!ok && login) {
-			/* A client that will not log in where one must is a
-			 * refusal worth seeing at the default level. */
-			shutdown(c->side[SS_IN].fd, SHUT_WR);
-			ss_conn_refuse(c, "SOCKS5 client offers no username/password login");
-			return;
-		}
-		if (!ok) {
-			ss_hs_local_end(c, "SOCKS5 client offers no acceptable method");
-			return;
-		}
-		socks5_consume(c, used);
-		c->hs.stage = login ? SS_STAGE_LOGIN : SS_STAGE_REQUEST;
-		if (!c->hs.fill) {
-			/* The request is a round trip away: a client that
-			 * waits holds no buffer meanwhile. */
-			ss_conn_buf_release(c, SS_IN);
-			return;
-		}
-	}
-	if (c->hs.stage == SS_STAGE_LOGIN) {
-		if (!socks5_login(c, hs))
-			return;
-		if (!c->hs.fill) {
-			ss_conn_buf_release(c, SS_IN);
-			return;
-		}
-	}
-
-	uint8_t cmd = 0;
+	ss_local_hs_t *l = &socks5_hs(c)->local;
 	ss_socks5_rep_t rep = SS_SOCKS5_REP_GENERAL_FAILURE;
-	int r = ss_socks5_parse_request(hs, c->hs.fill, &used, &cmd, &c->target, &rep);
+	uint8_t cmd = 0;
+	size_t used;
+	int r = ss_socks5_parse_request(hs, l->fill, &used, &cmd, &c->target, &rep);
+
 	if (r == SS_AGAIN) {
-		if (c->hs.fill == SS_HS_READ_CAP)
+		if (l->fill == SS_HS_READ_CAP)
 			ss_conn_close(c, "SOCKS5 request too long");
 		return;
 	}
 	if (r == SS_ERR) {
-		socks5_fail(c, rep, "malformed SOCKS5 request");
+		socks5_reply_end(c, rep, "malformed SOCKS5 request");
 		return;
 	}
-	const ss_config_t *cfg = c->inst->cfg;
-	if (cmd == SS_SOCKS5_CMD_UDP_ASSOCIATE && cfg->mode != SS_MODE_TCP_ONLY) {
-		struct sockaddr_storage bnd;
-		if (ss_udp_bound_addr(&c->inst->udp, c, &bnd) < 0) {
-			socks5_fail(c, SS_SOCKS5_REP_GENERAL_FAILURE, "no UDP relay address");
-			return;
-		}
-		uint8_t out[32];
-		size_t rn = ss_socks5_encode_reply(SS_SOCKS5_REP_SUCCEEDED, (struct sockaddr *)&bnd,
-						   out, sizeof(out));
-		ss_hs_local_send(c, out, rn);
-		ss_conn_udp_control(c);
+	if (cmd == SS_SOCKS5_CMD_UDP_ASSOCIATE && c->inst->cfg->mode != SS_MODE_TCP_ONLY) {
+		socks5_udp(c);
 		return;
 	}
 	ss_hs_local_connect(c, cmd, used);
 }
 
-static ss_socks5_rep_t socks5_rep_for(int err)
+static void socks5_inbound(ss_conn_t *c, uint8_t *hs)
 {
-	switch (err) {
-	case ECONNREFUSED:
-		return SS_SOCKS5_REP_CONNECTION_REFUSED;
-	case ENETUNREACH:
-		return SS_SOCKS5_REP_NETWORK_UNREACHABLE;
-	case EHOSTUNREACH:
-	case EHOSTDOWN:
-		return SS_SOCKS5_REP_HOST_UNREACHABLE;
-	case ETIMEDOUT:
-		return SS_SOCKS5_REP_TTL_EXPIRED;
-	default:
-		return SS_SOCKS5_REP_GENERAL_FAILURE;
+	socks5_hs_t *s = socks5_hs(c);
+
+	/* Each step that ends with nothing left waits for a round trip: a
+	 * client that waits holds no buffer meanwhile. */
+	if (s->stage == SOCKS5_GREETING) {
+		if (!socks5_greeting(c, hs))
+			return;
+		if (!s->local.fill) {
+			ss_conn_buf_release(c, SS_IN);
+			return;
+		}
 	}
+	if (s->stage == SOCKS5_LOGIN) {
+		if (!socks5_login(c, hs))
+			return;
+		if (!s->local.fill) {
+			ss_conn_buf_release(c, SS_IN);
+			return;
+		}
+	}
+	socks5_request(c, hs);
 }
 
-static void socks5_connected(ss_conn_t *c, int err)
+static void socks5_connected(ss_conn_t *c)
 {
 	uint8_t out[32];
-	char why[128];
 
-	if (err) {
-		snprintf(why, sizeof(why), "cannot connect to %s: %s",
-			 c->bypass ? "the target" : "the server", strerror(err));
-		socks5_fail(c, socks5_rep_for(err), why);
-		return;
-	}
-	if (c->hs.stage == SS_STAGE_HTTP || c->hs.stage == SS_STAGE_HTTP_PLAIN) {
-		ss_hs_http_connected(c);
-		return;
-	}
-	size_t n = c->hs.stage == SS_STAGE_SOCKS4
-		       ? ss_socks4_encode_reply(SS_SOCKS4_REP_GRANTED, out)
-		       : ss_socks5_encode_reply(SS_SOCKS5_REP_SUCCEEDED, NULL, out, sizeof(out));
-	ss_hs_local_send(c, out, n);
-	uint8_t *hs = c->dir[SS_IN].buf + SS_HS_OFF;
-	ss_conn_client_stream(c, hs + c->hs.early, c->hs.fill - c->hs.early);
+	ss_hs_local_send(c, out,
+			 ss_socks5_encode_reply(SS_SOCKS5_REP_SUCCEEDED, NULL, out, sizeof(out)));
+	ss_hs_local_stream(c);
 }
 
-const ss_handshake_ops_t ss_hs_socks5 = {
+const ss_local_front_t ss_local_socks5 = {
     .name = "socks5",
-    .client = true,
-    .client_first = true,
-    .accepted = socks5_accepted,
+    .sniff = socks5_sniff,
     .inbound = socks5_inbound,
+    .fail = socks5_fail,
     .connected = socks5_connected,
-    .inbound_stream = ss_hs_http_stream,
-    .inbound_next = ss_hs_http_next,
-    .outbound_stream = ss_hs_http_answers,
-    .outbound_idle = ss_hs_http_idle,
 };

@@ -17,8 +17,11 @@
 
 #define PUMP_ROUNDS 8     /* reads per wake-up, so one busy connection cannot starve the rest */
 #define PUMP_BADDATA (-2) /* the stream failed to decode */
-#define PUMP_FRAMING (-3) /* the handshake refused the inbound stream's framing */
-#define PUMP_HOLD (-4)    /* the next request waits for the answers in flight */
+#define PUMP_FRAMING (-3) /* the filter refused the stream's framing */
+#define PUMP_HOLD (-4)    /* the filter holds the direction */
+#define PUMP_EOF (-5)     /* the source has ended, and all it gave is out */
+#define PUMP_TAKEN (-6)   /* a filter took the connection over */
+#define PUMP_GOT (-7)     /* a read brought bytes */
 
 uint8_t *ss_pump_lead_area(ss_conn_t *c, int d)
 {
@@ -65,13 +68,17 @@ static int pump_emit(ss_conn_t *c, int d, size_t n)
 	return rc;
 }
 
-/* Of the n plaintext bytes at p from a framed outbound side, how many go
- * on: those of the answers in flight. */
-static size_t pump_answers(ss_conn_t *c, const uint8_t *p, size_t n)
+/* Shows the filter each decoded span, and cuts off what it does not let
+ * go on. */
+static void pump_filter_spans(ss_conn_t *c, int d, ss_span_t *spans, size_t ns)
 {
-	size_t keep = n;
+	const ss_pump_filter_t *f = &c->filter[d];
 
-	return c->inst->ops->outbound_stream(c, p, n, &keep) == SS_AGAIN ? n : keep;
+	for (size_t i = 0; i < ns; i++) {
+		size_t keep = spans[i].len;
+		if (f->data(c, d, spans[i].ptr, spans[i].len, &keep) == SS_FILTER_END)
+			spans[i].len = keep;
+	}
 }
 
 int ss_pump_decode(ss_conn_t *c, int d, ss_codec_hdr_t *hdr)
@@ -91,10 +98,10 @@ int ss_pump_decode(ss_conn_t *c, int d, ss_codec_hdr_t *hdr)
 			   hdr) != SS_OK)
 		return SS_ERR;
 	dir->rpos += consumed;
+	if (c->filter)
+		pump_filter_spans(c, d, spans, ns);
 	for (i = 0; i < ns; i++) {
 		size_t len = spans[i].len;
-		if (d == SS_OUT && c->out_framed)
-			len = pump_answers(c, spans[i].ptr, len);
 		if (!len)
 			continue;
 		dir->iov[dir->iov_n++] = (struct iovec){spans[i].ptr, len};
@@ -132,6 +139,38 @@ void ss_pump_gather(ss_conn_t *c, int d)
 	pump_compact(c, d);
 }
 
+ssize_t ss_pump_read(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+	uint8_t *buf = ss_conn_buf(c, d);
+	size_t want = SS_RELAY_BUF_SIZE - dir->rend;
+	ssize_t n;
+
+	do
+		n = read(c->side[d].fd, buf + dir->rend, want);
+	while (n < 0 && errno == EINTR);
+	/* A short read emptied the socket: once what it brought is written,
+	 * the pump waits for the watcher rather than read EAGAIN. */
+	dir->drained = n > 0 && (size_t)n < want;
+	if (n > 0) {
+		dir->rend += n;
+		ss_conn_touch(c);
+	}
+	return n;
+}
+
+void ss_pump_consume(ss_conn_t *c, int d, size_t used)
+{
+	ss_dir_t *dir = &c->dir[d];
+
+	if (dir->keep > used) {
+		dir->iov[0] = (struct iovec){dir->buf + used, dir->keep - used};
+		dir->iov_i = 0;
+		dir->iov_n = 1;
+	}
+	dir->bytes -= used;
+}
+
 /* Writes pending output: SS_OK when all of it is out, SS_AGAIN when the sink
  * is full, SS_ERR on a socket error. */
 static int pump_flush(ss_conn_t *c, ss_dir_t *dir, int fd)
@@ -164,10 +203,10 @@ static int pump_flush(ss_conn_t *c, ss_dir_t *dir, int fd)
 	return SS_OK;
 }
 
-/* Releases d's buffer unless the next request's start waits in it. */
+/* Releases d's buffer unless its filter keeps bytes in it. */
 static void pump_release(ss_conn_t *c, int d)
 {
-	if (d == SS_IN && c->in_next && c->hs.fill)
+	if (c->filter && c->filter[d].keeps(c, d))
 		return;
 	ss_conn_buf_release(c, d);
 }
@@ -191,104 +230,15 @@ static int pump_after_flush(ss_conn_t *c, int d)
 	return SS_AGAIN;
 }
 
-/* A framed inbound stream (in_framed) is read into one run, at most
- * SS_FRAMED_READ bytes: slot 0 behind the lead bytes, or the buffer's
- * front, both clear of the handshake area. */
-static uint8_t *pump_framed_run(ss_conn_t *c, uint8_t *buf, size_t *len)
-{
-	ss_dir_t *dir = &c->dir[SS_IN];
-	size_t room = SS_FRAMED_READ;
-
-	if (dir->xf == SS_XF_ENCODE) {
-		size_t slot0 =
-		    c->k->ops->slot0(c->k, dir->codec, pump_req_target(c, dir)) - dir->lead;
-		room = slot0 < room ? slot0 : room;
-		*len = room;
-		return buf + c->k->layout.first + dir->lead;
-	}
-	*len = room;
-	return buf + dir->lead;
-}
-
-/* Hands the n bytes just read at p to the handshake and returns how many go
- * on. Once a request ended, what follows it is the next one's start: it
- * waits in the handshake area (in_next), or is dropped (in_over). -1 when
- * the handshake refuses the bytes. */
-static ssize_t pump_framed(ss_conn_t *c, uint8_t *buf, const uint8_t *p, size_t n)
-{
-	size_t keep = 0;
-
-	if (c->in_over)
-		return 0;
-	int r = c->inst->ops->inbound_stream(c, p, n, &keep);
-	if (r == SS_ERR)
-		return -1;
-	if (r == SS_OK && c->in_next && n > keep) {
-		memcpy(buf + SS_HS_OFF, p + keep, n - keep);
-		c->hs.fill = (uint16_t)(n - keep);
-	}
-	return r == SS_OK ? (ssize_t)keep : (ssize_t)n;
-}
-
-/* Reads once from the source and transforms. SS_OK: output may be pending
- * (or EOF was seen); SS_AGAIN: nothing to read now; SS_ERR: socket error. */
-static int pump_fill(ss_conn_t *c, int d)
+/* What a read said: PUMP_GOT when it brought bytes (n > 0), otherwise what
+ * pump_fill returns. want is what the read asked for (0: a pipe drain). */
+static int pump_got(ss_conn_t *c, int d, ssize_t n, size_t want)
 {
 	ss_dir_t *dir = &c->dir[d];
-	int fd = c->side[d].fd;
-	uint8_t *buf = ss_conn_buf(c, d);
-	size_t want = 0; /* what the read asked for; 0: a pipe drain */
-	uint8_t *run = NULL;
-	ssize_t n;
 
-	if (d == SS_IN && c->in_framed && c->in_next) {
-		/* The lead still waiting goes out before the next request's
-		 * head takes the lead area. */
-		if (dir->lead || dir->hdr_pending)
-			return pump_emit(c, d, 0);
-		if (c->in_hold)
-			return PUMP_HOLD;
-		int r = c->inst->ops->inbound_next(c);
-		if (r != SS_OK)
-			return r == SS_AGAIN ? (c->in_hold ? PUMP_HOLD : SS_AGAIN) : PUMP_FRAMING;
-		return dir->eof ? SS_OK : pump_emit(c, d, 0);
-	}
-	do {
-		if (d == SS_IN && c->in_framed) {
-			run = pump_framed_run(c, buf, &want);
-			n = read(fd, run, want);
-		} else if (dir->xf == SS_XF_ENCODE) {
-			/* Straight into the codec's slots, behind the lead bytes. */
-			ss_codec_t *k = c->k;
-			const ss_codec_layout_t *l = &k->layout;
-			struct iovec iov[SS_CODEC_MAX_SLOTS];
-			for (size_t i = 0; i < l->slots; i++)
-				iov[i] = (struct iovec){buf + l->first + i * l->stride, l->payload};
-			iov[0].iov_base = buf + l->first + dir->lead;
-			iov[0].iov_len =
-			    k->ops->slot0(k, dir->codec, pump_req_target(c, dir)) - dir->lead;
-			want = iov[0].iov_len + (size_t)(l->slots - 1) * l->payload;
-			n = readv(fd, iov, (int)l->slots);
-		} else if (dir->xf == SS_XF_DECODE) {
-			want = SS_RELAY_BUF_SIZE - dir->rend;
-			n = read(fd, buf + dir->rend, want);
-		} else if (dir->sp.in_pipe) {
-			/* Splicing fell back: what it took from the source goes
-			 * first. */
-			n = ss_splice_drain(&dir->sp, buf, SS_RELAY_BUF_SIZE);
-			if (n < 0) {
-				errno = (int)-n;
-				n = -1;
-			}
-		} else {
-			want = SS_RELAY_BUF_SIZE - dir->lead;
-			n = read(fd, buf + dir->lead, want);
-		}
-	} while (n < 0 && errno == EINTR);
 	/* A stream socket that gave less than asked was emptied: the next read
 	 * would only say EAGAIN, so the pump waits for the watcher instead. */
 	dir->drained = n > 0 && (size_t)n < want;
-
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK) {
 			if (d == SS_OUT)
@@ -323,24 +273,16 @@ static int pump_fill(ss_conn_t *c, int d)
 		c->answered = true;
 		ss_servers_answered(&c->inst->servers, c);
 	}
+	return PUMP_GOT;
+}
+
+/* The n bytes a read brought: plaintext goes out (sealed where the
+ * direction encodes), a codec's stream is decoded. */
+static int pump_take(ss_conn_t *c, int d, size_t n)
+{
+	ss_dir_t *dir = &c->dir[d];
+
 	if (dir->xf != SS_XF_DECODE) {
-		if (d == SS_IN && c->in_framed) {
-			bool over = c->in_over;
-			n = pump_framed(c, buf, run, (size_t)n);
-			if (n < 0)
-				return PUMP_FRAMING;
-			/* The next request's start is already here: it is parsed
-			 * once this one is out, not when the socket next wakes. */
-			if (c->in_next && c->hs.fill)
-				dir->drained = false;
-			/* Nothing more goes on: read what is left away. */
-			if (over && !dir->lead) {
-				ss_conn_buf_release(c, d);
-				return SS_OK;
-			}
-		}
-		if (d == SS_OUT && c->out_framed)
-			n = (ssize_t)pump_answers(c, buf + dir->lead, (size_t)n);
 		dir->bytes += n;
 		return pump_emit(c, d, n);
 	}
@@ -350,6 +292,131 @@ static int pump_fill(ss_conn_t *c, int d)
 	if (!dir->iov_n)
 		pump_compact(c, d);
 	return SS_OK;
+}
+
+/* A filtered direction reads into one run, at most the filter's read_max:
+ * slot 0 behind the lead bytes where it encodes, the buffer behind them
+ * where it copies, behind the undecoded bytes where it decodes. */
+static uint8_t *pump_run(ss_conn_t *c, int d, uint8_t *buf, size_t *len)
+{
+	ss_dir_t *dir = &c->dir[d];
+	size_t room = c->filter[d].read_max, have;
+
+	if (dir->xf == SS_XF_DECODE) {
+		*len = SS_RELAY_BUF_SIZE - dir->rend;
+		return buf + dir->rend;
+	}
+	if (dir->xf == SS_XF_ENCODE) {
+		have = c->k->ops->slot0(c->k, dir->codec, pump_req_target(c, dir)) - dir->lead;
+		*len = have < room ? have : room;
+		return buf + c->k->layout.first + dir->lead;
+	}
+	have = SS_RELAY_BUF_SIZE - dir->lead;
+	*len = have < room ? have : room;
+	return buf + dir->lead;
+}
+
+/* pump_fill for a filtered direction: the filter says what comes next,
+ * and sees the plaintext each read brings (a decoded one's, as it is
+ * decoded). */
+static int pump_fill_filtered(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+	const ss_pump_filter_t *f = &c->filter[d];
+	uint8_t *run;
+	size_t want, keep;
+	ssize_t n;
+
+	if (f->idle(c, d))
+		return PUMP_TAKEN;
+	if (dir->eof)
+		return PUMP_EOF;
+	switch (f->next(c, d)) {
+	case SS_FILTER_KEEP:
+		break;
+	case SS_FILTER_END:
+		return pump_emit(c, d, 0);
+	case SS_FILTER_WAIT:
+		return SS_AGAIN;
+	case SS_FILTER_HOLD:
+		return PUMP_HOLD;
+	default:
+		return PUMP_FRAMING;
+	}
+	run = pump_run(c, d, ss_conn_buf(c, d), &want);
+	do
+		n = read(c->side[d].fd, run, want);
+	while (n < 0 && errno == EINTR);
+	int r = pump_got(c, d, n, want);
+	if (r != PUMP_GOT)
+		return r;
+	keep = (size_t)n;
+	if (dir->xf != SS_XF_DECODE) {
+		r = f->data(c, d, run, keep, &keep);
+		if (r == SS_FILTER_ERR)
+			return PUMP_FRAMING;
+		if (r == SS_FILTER_END && f->keeps(c, d))
+			/* The next message's start is already here: it is
+			 * taken up once this one is out, not when the
+			 * source next wakes. */
+			dir->drained = false;
+		if (r == SS_FILTER_END && !keep && !dir->lead) {
+			/* Nothing goes on: the buffer need not wait. */
+			pump_release(c, d);
+			return SS_OK;
+		}
+	}
+	return pump_take(c, d, keep);
+}
+
+/* Reads once from the source and transforms. SS_OK: output may be pending
+ * (or EOF was seen); SS_AGAIN: nothing to read now; SS_ERR: socket error;
+ * PUMP_EOF: the source had ended already; PUMP_TAKEN: a filter took the
+ * connection over. */
+static int pump_fill(ss_conn_t *c, int d)
+{
+	ss_dir_t *dir = &c->dir[d];
+	int fd = c->side[d].fd;
+	uint8_t *buf;
+	size_t want = 0; /* what the read asked for; 0: a pipe drain */
+	ssize_t n;
+
+	if (c->filter)
+		return pump_fill_filtered(c, d);
+	if (dir->eof)
+		return PUMP_EOF;
+	buf = ss_conn_buf(c, d);
+	do {
+		if (dir->xf == SS_XF_ENCODE) {
+			/* Straight into the codec's slots, behind the lead bytes. */
+			ss_codec_t *k = c->k;
+			const ss_codec_layout_t *l = &k->layout;
+			struct iovec iov[SS_CODEC_MAX_SLOTS];
+			for (size_t i = 0; i < l->slots; i++)
+				iov[i] = (struct iovec){buf + l->first + i * l->stride, l->payload};
+			iov[0].iov_base = buf + l->first + dir->lead;
+			iov[0].iov_len =
+			    k->ops->slot0(k, dir->codec, pump_req_target(c, dir)) - dir->lead;
+			want = iov[0].iov_len + (size_t)(l->slots - 1) * l->payload;
+			n = readv(fd, iov, (int)l->slots);
+		} else if (dir->xf == SS_XF_DECODE) {
+			want = SS_RELAY_BUF_SIZE - dir->rend;
+			n = read(fd, buf + dir->rend, want);
+		} else if (dir->sp.in_pipe) {
+			/* Splicing fell back: what it took from the source goes
+			 * first. */
+			n = ss_splice_drain(&dir->sp, buf, SS_RELAY_BUF_SIZE);
+			if (n < 0) {
+				errno = (int)-n;
+				n = -1;
+			}
+		} else {
+			want = SS_RELAY_BUF_SIZE - dir->lead;
+			n = read(fd, buf + dir->lead, want);
+		}
+	} while (n < 0 && errno == EINTR);
+	int r = pump_got(c, d, n, want);
+	return r == PUMP_GOT ? pump_take(c, d, (size_t)n) : r;
 }
 
 /* The stream failed to decode: the codec says why. */
@@ -493,9 +560,11 @@ void ss_pump(ss_conn_t *c, int d)
 			}
 			if (r == SS_OK)
 				continue;
-			if (d == SS_OUT && c->in_hold && c->inst->ops->outbound_idle(c))
-				return;
 			if (dir->drained && !dir->eof) {
+				/* A held direction may go on once this one has
+				 * written all it had. */
+				if (c->filter && c->filter[d].idle(c, d))
+					return;
 				dir->drained = false;
 				ss_conn_want(c, dst, EV_WRITE, false);
 				ss_conn_want(c, src, EV_READ, true);
@@ -505,15 +574,14 @@ void ss_pump(ss_conn_t *c, int d)
 			if (pump_splicing(dir))
 				continue;
 		}
-		/* A held request may go once every answer before it is out. */
-		if (d == SS_OUT && c->in_hold && c->inst->ops->outbound_idle(c))
-			return;
 		ss_conn_want(c, dst, EV_WRITE, false);
-		if (dir->eof) {
+		int r = pump_fill(c, d);
+		if (r == PUMP_EOF) {
 			pump_shut(c, d);
 			return;
 		}
-		int r = pump_fill(c, d);
+		if (r == PUMP_TAKEN)
+			return;
 		dir->copy_once = false;
 		if (r == SS_AGAIN) {
 			ss_conn_want(c, src, EV_READ, true);
@@ -524,13 +592,16 @@ void ss_pump(ss_conn_t *c, int d)
 			return;
 		}
 		if (r == PUMP_HOLD) {
+			/* The other direction's filter hears when that one has
+			 * written all it had: now, if it has. */
 			ss_conn_want(c, src, EV_READ, false);
-			if (!c->dir[SS_OUT].iov_n)
-				c->inst->ops->outbound_idle(c);
+			if (!c->dir[!d].iov_n)
+				c->filter[!d].idle(c, !d);
 			return;
 		}
 		if (r == PUMP_FRAMING) {
-			ss_conn_close(c, "the inbound stream's framing is malformed");
+			ss_conn_close(c, d == SS_IN ? "the inbound stream's framing is malformed"
+						    : "the outbound stream's framing is malformed");
 			return;
 		}
 		if (r == SS_ERR) {
@@ -549,4 +620,9 @@ void ss_pump(ss_conn_t *c, int d)
 		pump_shut(c, d);
 	else
 		ss_conn_want(c, src, EV_READ, true);
+}
+
+void ss_pump_resume(ss_conn_t *c, int d)
+{
+	ev_feed_event(c->inst->loop, &c->side[d].rio, EV_READ);
 }
