@@ -158,7 +158,7 @@ typedef struct ss_handshake_ops {
 	void (*connected)(ss_conn_t *c, int err);
 } ss_handshake_ops_t;
 
-extern const ss_handshake_ops_t ss_hs_socks5; /* ss-local: SOCKS5, SOCKS4, HTTP */
+extern const ss_handshake_ops_t ss_hs_local;  /* ss-local: its front ends (hs_local.h) */
 extern const ss_handshake_ops_t ss_hs_tunnel; /* ss-tunnel */
 extern const ss_handshake_ops_t ss_hs_redir;  /* ss-redir */
 extern const ss_handshake_ops_t ss_hs_server; /* ss-server */
@@ -247,7 +247,7 @@ typedef enum {
 } ss_filter_result_t;
 
 /* One direction's filter (c->filter[d]): what a front end needs to see of
- * the plaintext (ss-local's HTTP proxy follows its requests one way and
+ * the plaintext (a proxy front end that follows its requests one way and
  * their answers the other), so that the pump knows no protocol. A filtered
  * direction reads one run at a time and is never spliced. Every hook is
  * set. */

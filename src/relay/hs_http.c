@@ -311,7 +311,7 @@ static void http_inbound(ss_conn_t *c, uint8_t *hs)
 		return;
 	}
 	if (c->inst->cfg->n_socks_creds > 0 && !http_authorized(c, hs, &req)) {
-		/* As a failed SOCKS5 login: the refusal log, never the name. */
+		/* As any failed proxy login: the refusal log, never the name. */
 		ss_secret_wipe(hs, h->local.fill);
 		http_status(c, 407);
 		shutdown(c->side[SS_IN].fd, SHUT_WR);

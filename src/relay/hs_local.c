@@ -165,7 +165,7 @@ static void local_connected(ss_conn_t *c, int err)
 	local_front(c)->connected(c);
 }
 
-const ss_handshake_ops_t ss_hs_socks5 = {
+const ss_handshake_ops_t ss_hs_local = {
     .name = "socks5",
     .client = true,
     .client_first = true,

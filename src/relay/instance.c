@@ -425,7 +425,7 @@ int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsi
 	inst->ops = cfg->prog == SS_PROG_SERVER   ? &ss_hs_server
 		    : cfg->prog == SS_PROG_TUNNEL ? &ss_hs_tunnel
 		    : cfg->prog == SS_PROG_REDIR  ? &ss_hs_redir
-						  : &ss_hs_socks5;
+						  : &ss_hs_local;
 	inst->timeout = cfg->timeout > 0 ? cfg->timeout : 60;
 	inst->connect_timeout = inst->timeout < 10 ? inst->timeout : 10;
 	inst->sockopts =
