@@ -152,7 +152,6 @@ static int program_fail(program_t *p, ss_config_t *cfg, const char *err)
 	ss_err("%s", err);
 	ss_proc_daemon_ready(&p->notify, err);
 	ss_workers_destroy(&p->workers);
-	ss_instance_destroy(p->inst);
 	ss_config_clear(cfg);
 	return 1;
 }
@@ -234,15 +233,12 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	p.loop = EV_DEFAULT;
 	if (cfg.workers > 1)
 		ss_log_set_worker(0);
-	rc = ss_instance_create_worker(&cfg, p.loop, 0, (unsigned)cfg.workers, NULL, &p.inst, err,
-				       sizeof(err));
-	if (rc == 0 && (rc = ss_workers_create(&p.workers, &cfg, p.inst, err, sizeof(err))) < 0)
-		ss_instance_destroy(p.inst);
-	if (rc < 0) {
+	if (ss_workers_create(&p.workers, &cfg, p.loop, err, sizeof(err)) < 0) {
 		ss_err("%s", err);
 		ss_config_clear(&cfg);
 		return 1;
 	}
+	p.inst = p.workers.w[0].inst;
 	if (cfg.pid_file[0]) {
 		/* The foreground part waits for the word that the background one
 		 * serves (its plugins up), or why it could not. */
@@ -253,7 +249,6 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 			if (rc < 0)
 				ss_err("%s", err);
 			ss_workers_destroy(&p.workers);
-			ss_instance_destroy(p.inst);
 			ss_config_clear(&cfg);
 			return rc < 0 ? 1 : 0;
 		}
@@ -292,7 +287,6 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		ss_workers_log_stats(p.inst);
 	ss_proc_daemon_ready(&p.notify, "stopped before it started");
 	ss_workers_destroy(&p.workers);
-	ss_instance_destroy(p.inst);
 	ss_notify_close(&p.sd);
 	ss_config_clear(&cfg);
 	return p.rc;

@@ -527,7 +527,7 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, c
 	u->pending_area = u->buf + SS_UDP_BUF_SIZE * SS_UDP_SLOTS;
 	ss_udp_io_init(&u->io, u->buf, SS_UDP_BUF_SIZE);
 	if ((rc = udp_codecs_init(u, err, errlen)) < 0 ||
-	    (rc = ss_udp_server_setup(u, max, err, errlen)) < 0) {
+	    (rc = ss_udp_server_setup(u, err, errlen)) < 0) {
 		udp_release(u);
 		ss_udp_destroy(u);
 		return rc;
@@ -591,13 +591,14 @@ void ss_udp_free(ss_udp_relay_t *u)
 		u->stats.datagrams_in, u->stats.datagrams_out, st->rx_calls, st->rx_batched,
 		st->rx_gro, st->tx_calls, st->tx_batched, st->tx_gso, st->gso_refused,
 		u->io.mmsg ? "" : " (no recvmmsg/sendmmsg)", u->io.gso ? "" : " (no GSO/GRO)");
-	if (u->inbox.q)
+	if (u->inbox)
 		ss_info("udp: %" PRIu64
 			" datagrams handed to the workers holding their sessions, %" PRIu64
 			" taken from them",
 			u->stats.handed, u->stats.taken);
 	/* Datagrams handed over from now on are dropped by their sender. */
-	ss_udp_inbox_close(&u->inbox);
+	if (u->inbox)
+		ss_udp_inbox_close(u->inbox);
 	while ((e = ss_udp_table_oldest(&u->table)))
 		ss_udp_assoc_destroy(u, (ss_udp_assoc_t *)e);
 	for (ss_conn_t *c = u->controls; c; c = c->udp_next)
@@ -627,7 +628,6 @@ void ss_udp_free(ss_udp_relay_t *u)
 
 void ss_udp_destroy(ss_udp_relay_t *u)
 {
-	ss_udp_inbox_free(&u->inbox);
-	ss_udp_sessions_free(&u->own_sessions);
+	u->inbox = NULL;
 	u->sessions = NULL;
 }

@@ -71,8 +71,8 @@ bool ss_udp_server_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 			    const ss_udp_rxmsg_t *r);
 /* Clients: the association's server sent back an ICMP error. */
 void ss_udp_assoc_failover(ss_udp_relay_t *u, ss_udp_assoc_t *a, int err);
-/* ss-server at start-up: its share of the SIP022 session table and its
- * inbox. 0 or -errno with err. */
-int ss_udp_server_setup(ss_udp_relay_t *u, size_t max_assoc, char *err, size_t errlen);
+/* ss-server at start-up: the shared SIP022 session table and, with
+ * workers, its inbox. 0 or -errno with err. */
+int ss_udp_server_setup(ss_udp_relay_t *u, char *err, size_t errlen);
 
 #endif

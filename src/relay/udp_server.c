@@ -201,10 +201,10 @@ static void udp_hand_over(ss_udp_relay_t *u, unsigned holder, const ss_codec_dgr
 			  const ss_codec_pkt_t *p, const ss_udp_rxmsg_t *r, uint8_t listener)
 {
 	ss_udp_handed_t h = {.d = *d, .target = p->addr, .listener = listener};
-	ss_udp_relay_t *to = &u->inst->peers[holder]->udp;
+	ss_udp_inbox_t *to = &u->inst->shared->w[holder].inbox;
 
 	h.fromlen = ss_inaddr_set(&h.from, (const struct sockaddr *)&r->from, r->fromlen);
-	if (!ss_udp_inbox_push(&to->inbox, &h, p->payload, p->payload_len)) {
+	if (!ss_udp_inbox_push(to, &h, p->payload, p->payload_len)) {
 		ss_udp_drop(u, (const struct sockaddr *)&r->from,
 			    "the worker holding its session takes no more now");
 		return;
@@ -315,12 +315,12 @@ static void udp_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	ss_udp_relay_t *u = w->data;
 	ss_codec_t *k = u->codecs[0].k;
-	unsigned first, n = ss_udp_inbox_take(&u->inbox, &first);
+	unsigned first, n = ss_udp_inbox_take(u->inbox, &first);
 	(void)loop;
 	(void)revents;
 
 	for (unsigned i = 0; i < n; i++) {
-		ss_udp_handed_t *h = &u->inbox.q[(first + i) % SS_UDP_INBOX_SLOTS];
+		ss_udp_handed_t *h = &u->inbox->q[(first + i) % SS_UDP_INBOX_SLOTS];
 		const struct sockaddr *from = (const struct sockaddr *)&h->from;
 		ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(
 		    &u->table, (struct sockaddr *)&h->d.key, h->d.key_len);
@@ -343,7 +343,7 @@ static void udp_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
 	}
 	/* The payloads are sent before their slots are given back. */
 	ss_udp_flush(u, true);
-	ss_udp_inbox_done(&u->inbox, n);
+	ss_udp_inbox_done(u->inbox, n);
 }
 
 /* An answer from a target (n bytes at buf + SS_UDP_HEAD): wrap it with the
@@ -381,32 +381,24 @@ bool ss_udp_server_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 	return true;
 }
 
-/* ss-server with a codec that has sessions: worker 0 makes the table of
- * every worker's sessions, the others use it; with workers, each takes the
- * datagrams of its sessions that reach the others. */
-int ss_udp_server_setup(ss_udp_relay_t *u, size_t max_assoc, char *err, size_t errlen)
+/* ss-server with a codec that has sessions: the workers' one table of
+ * sessions; with workers, each takes the datagrams of its sessions that
+ * reach the others, in its inbox. */
+int ss_udp_server_setup(ss_udp_relay_t *u, char *err, size_t errlen)
 {
-	struct ss_instance *inst = u->inst;
-	const ss_codec_ops_t *ops = u->codecs[0].k->ops;
+	ss_shared_t *sh = u->inst->shared;
+	ss_udp_inbox_t *inbox = &sh->w[u->inst->worker].inbox;
 
-	if (u->client || !ops->udp_memo_size)
+	if (u->client || !u->codecs[0].k->ops->udp_memo_size)
 		return 0;
-	if (inst->first) {
-		u->sessions = inst->first->udp.sessions;
-	} else {
-		if (ss_udp_sessions_init(&u->own_sessions, ops->udp_memo_size, ops->udp_memo_ttl,
-					 max_assoc * inst->workers, SS_UDP_SESSIONS_ENDED) < 0) {
-			snprintf(err, errlen, "cannot reserve the table of UDP sessions");
-			return -ENOMEM;
-		}
-		u->sessions = &u->own_sessions;
-	}
-	if (inst->workers > 1) {
-		if (ss_udp_inbox_init(&u->inbox, u->loop, SS_UDP_BUF_SIZE, udp_inbox_cb, u) < 0) {
+	u->sessions = &sh->sessions;
+	if (sh->count > 1) {
+		if (ss_udp_inbox_init(inbox, u->loop, SS_UDP_BUF_SIZE, udp_inbox_cb, u) < 0) {
 			snprintf(err, errlen, "cannot reserve room for datagrams between workers");
 			return -ENOMEM;
 		}
-		ss_udp_inbox_open(&u->inbox);
+		ss_udp_inbox_open(inbox);
+		u->inbox = inbox;
 	}
 	return 0;
 }
