@@ -246,8 +246,8 @@ static void instance_init(struct ss_instance *inst, ss_shared_t *sh, struct ev_l
 	ss_instance_accept_init(inst);
 	ev_timer_init(&inst->kick, instance_kick_cb, 0., 0.);
 	inst->kick.data = inst;
-	inst->splice_ok = ss_splice_supported() &&
-			  ss_pipe_pool_init(&inst->pipes, NULL, sh->max_pipes) == 0;
+	inst->splice_ok =
+	    ss_splice_supported() && ss_pipe_pool_init(&inst->pipes, NULL, sh->max_pipes) == 0;
 	inst->be = ss_crypto_default();
 	inst->ops = cfg->prog == SS_PROG_SERVER   ? &ss_hs_server
 		    : cfg->prog == SS_PROG_TUNNEL ? &ss_hs_tunnel

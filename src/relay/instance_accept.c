@@ -267,7 +267,8 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			close(fd);
 			continue;
 		}
-		if (inst->workers > 1 && instance_hand_off(inst, fd, (struct sockaddr *)&peer, plen))
+		if (inst->workers > 1 &&
+		    instance_hand_off(inst, fd, (struct sockaddr *)&peer, plen))
 			continue;
 		ss_conn_accept(inst, fd, (struct sockaddr *)&peer, plen);
 	}

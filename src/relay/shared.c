@@ -157,9 +157,9 @@ static int shared_plugins(ss_shared_t *sh, char *err, size_t errlen)
 			rc = shared_plugin(sh, i, cfg->plugin, false, cfg->plugin_opts, e->host,
 					   port, cfg->plugin_tcp, cfg->plugin_udp, err, errlen);
 		else if (cfg->prog != SS_PROG_SERVER && e->plugin[0])
-			rc = shared_plugin(sh, i, e->plugin, e->plugin_from_url, e->plugin_opts,
-					   e->host, port, e->plugin_tcp, e->plugin_udp, err,
-					   errlen);
+			rc =
+			    shared_plugin(sh, i, e->plugin, e->plugin_from_url, e->plugin_opts,
+					  e->host, port, e->plugin_tcp, e->plugin_udp, err, errlen);
 		else
 			rc = 0;
 		if (rc < 0)

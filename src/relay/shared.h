@@ -54,9 +54,9 @@ typedef struct ss_handoff {
 
 /* Worker i's place in the shared object. */
 typedef struct ss_shared_worker {
-	atomic_uint load;       /* its open connections and those handed to it */
-	ss_handoff_t handoff;   /* connections handed to it */
-	ss_udp_inbox_t inbox;   /* datagrams of its sessions handed to it (relay/udp_server.c) */
+	atomic_uint load;     /* its open connections and those handed to it */
+	ss_handoff_t handoff; /* connections handed to it */
+	ss_udp_inbox_t inbox; /* datagrams of its sessions handed to it (relay/udp_server.c) */
 } ss_shared_worker_t;
 
 typedef void (*ss_shared_plugin_cb)(void *arg, ss_plugin_t *p, ss_plugin_event_t ev,
@@ -69,7 +69,7 @@ typedef struct ss_shared {
 	/* Each worker's share of what the descriptor limit and the
 	 * configuration allow: connections, UDP associations, splice pipes. */
 	size_t max_conns, max_assoc, max_pipes;
-	bool tcp, udp; /* what the program relays */
+	bool tcp, udp;    /* what the program relays */
 	ss_codec_t codec; /* ss-server's, with the replay pools of all workers */
 	ss_acl_t *acl;    /* --acl, parsed once, or NULL */
 	bool acl_by_addr; /* the ACL has address rules: names may need a lookup */

@@ -31,8 +31,16 @@ static char err[512];
  * of UDP sessions to share. */
 static void server_config(void)
 {
-	char args[][32] = {"ss-server", "-s", "127.0.0.1", "-p", "8388", "-m",
-			   "2022-blake3-aes-128-gcm", "-k", "AAAAAAAAAAAAAAAAAAAAAA==", "-u"};
+	char args[][32] = {"ss-server",
+			   "-s",
+			   "127.0.0.1",
+			   "-p",
+			   "8388",
+			   "-m",
+			   "2022-blake3-aes-128-gcm",
+			   "-k",
+			   "AAAAAAAAAAAAAAAAAAAAAA==",
+			   "-u"};
 	char *argv[sizeof(args) / sizeof(args[0])];
 	int argc = (int)(sizeof(args) / sizeof(args[0]));
 
@@ -224,10 +232,8 @@ static void test_hand_off_threads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_create),
-	    cmocka_unit_test(test_unvalidated),
-	    cmocka_unit_test(test_lighter),
-	    cmocka_unit_test(test_hand_off),
+	    cmocka_unit_test(test_create),           cmocka_unit_test(test_unvalidated),
+	    cmocka_unit_test(test_lighter),          cmocka_unit_test(test_hand_off),
 	    cmocka_unit_test(test_hand_off_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
