@@ -149,7 +149,6 @@ static int program_fail(program_t *p, ss_config_t *cfg, const char *err)
 	ss_err("%s", err);
 	ss_proc_daemon_ready(&p->notify, err);
 	ss_workers_destroy(&p->workers);
-	ss_instance_destroy(p->inst);
 	ss_config_clear(cfg);
 	return 1;
 }
@@ -262,17 +261,14 @@ static void program_log_setup(program_t *p, const ss_config_t *cfg, const char *
  * yet). 0, or -errno with err saying why (nothing is left to release). */
 static int program_create(program_t *p, const ss_config_t *cfg, char *err, size_t errlen)
 {
-	int rc;
-
 	ev_set_allocator(program_ev_alloc);
 	p->loop = EV_DEFAULT;
 	if (cfg->workers > 1)
 		ss_log_set_worker(0);
-	rc = ss_instance_create_worker(cfg, p->loop, 0, (unsigned)cfg->workers, NULL, &p->inst, err,
-				       errlen);
-	if (rc == 0 && (rc = ss_workers_create(&p->workers, cfg, p->inst, err, errlen)) < 0)
-		ss_instance_destroy(p->inst);
-	return rc;
+	if (ss_workers_create(&p->workers, cfg, p->loop, err, errlen) < 0)
+		return -1;
+	p->inst = p->workers.w[0].inst;
+	return 0;
 }
 
 /* With a pid file, the program goes on in the background. true: this
@@ -293,7 +289,6 @@ static bool program_daemonize(program_t *p, ss_config_t *cfg, int *status)
 		if (rc < 0)
 			ss_err("%s", err);
 		ss_workers_destroy(&p->workers);
-		ss_instance_destroy(p->inst);
 		ss_config_clear(cfg);
 		*status = rc < 0 ? 1 : 0;
 		return false;
@@ -367,7 +362,6 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	program_run(&p, &cfg);
 	ss_proc_daemon_ready(&p.notify, "stopped before it started");
 	ss_workers_destroy(&p.workers);
-	ss_instance_destroy(p.inst);
 	ss_notify_close(&p.sd);
 	ss_config_clear(&cfg);
 	return p.rc;

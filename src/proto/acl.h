@@ -118,6 +118,12 @@ int ss_acl_load(ss_acl_t **out, const char *path, char *err, size_t errlen);
 int ss_acl_parse(ss_acl_t **out, const char *text, size_t len, const char *name, char *err,
 		 size_t errlen);
 
+/* A view of acl for another thread: the same rules, read in place (acl
+ * must outlive the view), with a match block of its own, so that the view
+ * and acl may be queried at once. Freed with ss_acl_free. NULL when out of
+ * memory. */
+ss_acl_t *ss_acl_view(const ss_acl_t *acl);
+
 /* Frees the ACL; NULL is ignored. */
 void ss_acl_free(ss_acl_t *acl);
 
@@ -132,7 +138,7 @@ ss_acl_decision_t ss_acl_default(const ss_acl_t *acl);
  *
  * Queries neither allocate nor lock: the ACL holds one PCRE2 match block
  * that every query uses, so one ACL must not be queried from two threads at
- * once. */
+ * once: each other thread queries a view of it (ss_acl_view). */
 ss_acl_decision_t ss_acl_match_host(const ss_acl_t *acl, const char *host);
 
 /* Step 2 for an address (AF_INET or AF_INET6; an IPv4-mapped IPv6 address is

@@ -69,6 +69,7 @@ struct ss_acl {
 	pcre2_match_data *md;
 	pcre2_match_context *mctx;
 	ss_acl_stats_t stats;
+	bool view; /* the rules are another ACL's (ss_acl_view) */
 };
 
 /* FNV-1a over the name read from its last byte to its first, so that one

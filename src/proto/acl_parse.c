@@ -459,11 +459,38 @@ static int parse_line(parse_ctx_t *p, const char *line, size_t n)
 	return parse_regex(p, line, n);
 }
 
+/* A match block of its own, for the queries of one thread. */
+static int acl_match_block(ss_acl_t *acl)
+{
+	/* One ovector pair is enough: only "did it match" is asked. */
+	acl->md = pcre2_match_data_create(1, NULL);
+	acl->mctx = pcre2_match_context_create(NULL);
+	if (!acl->md || !acl->mctx)
+		return -ENOMEM;
+	pcre2_set_match_limit(acl->mctx, ACL_MATCH_LIMIT);
+	return 0;
+}
+
+ss_acl_t *ss_acl_view(const ss_acl_t *acl)
+{
+	ss_acl_t *v = malloc(sizeof(*v));
+
+	if (!v)
+		return NULL;
+	*v = *acl;
+	v->view = true;
+	if (acl_match_block(v) < 0) {
+		ss_acl_free(v);
+		return NULL;
+	}
+	return v;
+}
+
 void ss_acl_free(ss_acl_t *acl)
 {
 	if (!acl)
 		return;
-	for (int i = 0; i < SS_ACL_NLISTS; i++) {
+	for (int i = 0; i < SS_ACL_NLISTS && !acl->view; i++) {
 		ss_acl_list_t *l = &acl->lists[i];
 		free(l->v4);
 		free(l->v6);
@@ -471,8 +498,10 @@ void ss_acl_free(ss_acl_t *acl)
 			pcre2_code_free(l->re[j]);
 		free(l->re);
 	}
-	free(acl->slots);
-	free(acl->names);
+	if (!acl->view) {
+		free(acl->slots);
+		free(acl->names);
+	}
 	pcre2_match_data_free(acl->md);
 	pcre2_match_context_free(acl->mctx);
 	free(acl);
@@ -493,12 +522,8 @@ int ss_acl_parse(ss_acl_t **out, const char *text, size_t len, const char *name,
 	if (!p.acl)
 		goto out;
 	p.acl->mode = SS_ACL_PROXY;
-	/* One ovector pair is enough: only "did it match" is asked. */
-	p.acl->md = pcre2_match_data_create(1, NULL);
-	p.acl->mctx = pcre2_match_context_create(NULL);
-	if (!p.acl->md || !p.acl->mctx)
+	if (acl_match_block(p.acl) < 0)
 		goto out;
-	pcre2_set_match_limit(p.acl->mctx, ACL_MATCH_LIMIT);
 
 	while (pos < len) {
 		const char *nl = memchr(text + pos, '\n', len - pos);

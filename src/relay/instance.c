@@ -3,66 +3,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "relay/instance.h"
 #include "util/log.h"
 #include "util/result.h"
 
-/* One running program: listeners, the connection and buffer pools, the
- * resolver and the codec (with a server's replay pools), all on one loop. */
-
-#define MAX_CONNS_CAP (1u << 18)
-/* Pipes for splice(2) at once (two descriptors each, kept out of the
- * connections' budget): the directions moving bytes right now. */
-#define SPLICE_PIPES 64
-
-/* What the descriptor limit (RLIMIT_NOFILE) allows at once: a few for
- * listeners, the resolver and the like, two per splice pipe where the limit
- * leaves room, and the rest shared between TCP connections (two each) and
- * UDP associations (one each). With both TCP and UDP on, UDP gets at most a
- * quarter, so associations, which only expire with time, can never leave
- * connections without descriptors. */
-typedef struct {
-	size_t conns;
-	size_t udp;
-	unsigned long limit;
-} instance_budget_t;
-
-static instance_budget_t instance_budget(const ss_config_t *cfg, bool tcp, bool udp)
-{
-	instance_budget_t b = {.udp = udp ? (size_t)cfg->udp_max_assoc : 0};
-	struct rlimit rl;
-	size_t avail, share;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
-		rl.rlim_cur = 8192;
-	} else if (rl.rlim_cur == RLIM_INFINITY) {
-		b.conns = MAX_CONNS_CAP;
-		b.limit = 0;
-		return b;
-	}
-	b.limit = (unsigned long)rl.rlim_cur;
-	if (rl.rlim_cur > 64 + 4 * SPLICE_PIPES)
-		avail = rl.rlim_cur - 32 - 2 * SPLICE_PIPES;
-	else if (rl.rlim_cur > 48)
-		avail = rl.rlim_cur - 32;
-	else
-		avail = 16;
-	if (udp) {
-		share = tcp ? avail / 4 : avail;
-		if (share < 1)
-			share = 1;
-		if (b.udp > share)
-			b.udp = share;
-		avail -= b.udp;
-	}
-	b.conns = avail / 2 ? avail / 2 : 1;
-	if (b.conns > MAX_CONNS_CAP)
-		b.conns = MAX_CONNS_CAP;
-	return b;
-}
+/* One worker of a program: listeners, the connection and buffer pools, the
+ * resolver and the codec, all on one loop; what it shares with the other
+ * workers (replay pools, ACL, plugins) is in its shared object. */
 
 bool ss_instance_client_allowed(struct ss_instance *inst, const struct sockaddr *sa)
 {
@@ -157,33 +106,12 @@ static int instance_setup_outbound(struct ss_instance *inst, char *err, size_t e
 	return 0;
 }
 
-static int instance_setup_acl(struct ss_instance *inst, char *err, size_t errlen)
-{
-	ss_acl_stats_t st;
-	int rc = ss_acl_load(&inst->acl, inst->cfg->acl, err, errlen);
-
-	if (rc < 0)
-		return rc;
-	ss_acl_stats(inst->acl, &st);
-	inst->acl_by_addr = st.bypass.ipv4 + st.bypass.ipv6 + st.proxy.ipv4 + st.proxy.ipv6 > 0;
-	ss_info("ACL %s: bypass/reject %zu addresses, %zu names; proxy/accept %zu addresses, %zu "
-		"names; outbound block %zu addresses, %zu names; default %s",
-		inst->cfg->acl, st.bypass.ipv4 + st.bypass.ipv6,
-		st.bypass.domains + st.bypass.regexes, st.proxy.ipv4 + st.proxy.ipv6,
-		st.proxy.domains + st.proxy.regexes, st.block.ipv4 + st.block.ipv6,
-		st.block.domains + st.block.regexes,
-		ss_acl_default(inst->acl) == SS_ACL_PROXY ? "proxy/accept" : "bypass/reject");
-	return 0;
-}
-
 /* --- plugins and what the instance tells its owner --- */
 
+/* Every plugin it watches is in state (true when it watches none). */
 static bool instance_all_plugins(struct ss_instance *inst, ss_plugin_state_t state)
 {
-	for (size_t i = 0; i < inst->n_plugins; i++)
-		if (inst->plugins[i].state != state)
-			return false;
-	return true;
+	return !inst->watches_plugins || ss_shared_plugins_all(inst->shared, state);
 }
 
 static void instance_check_stopped(struct ss_instance *inst)
@@ -193,6 +121,13 @@ static void instance_check_stopped(struct ss_instance *inst)
 	inst->stopped_sent = true;
 	if (inst->cb)
 		inst->cb(inst, SS_INSTANCE_STOPPED, NULL, inst->cb_arg);
+}
+
+static void instance_ready(struct ss_instance *inst)
+{
+	inst->ready_sent = true;
+	if (inst->cb)
+		inst->cb(inst, SS_INSTANCE_READY, NULL, inst->cb_arg);
 }
 
 static void instance_fail(struct ss_instance *inst, const char *msg)
@@ -215,9 +150,9 @@ static int instance_plugin_server(struct ss_instance *inst, const ss_plugin_t *p
 	return -1;
 }
 
-static void instance_plugin_cb(ss_plugin_t *p, ss_plugin_event_t ev, const char *msg)
+static void instance_plugin_cb(void *arg, ss_plugin_t *p, ss_plugin_event_t ev, const char *msg)
 {
-	struct ss_instance *inst = p->data;
+	struct ss_instance *inst = arg;
 	int srv = instance_plugin_server(inst, p);
 
 	switch (ev) {
@@ -226,11 +161,8 @@ static void instance_plugin_cb(ss_plugin_t *p, ss_plugin_event_t ev, const char 
 		if (srv >= 0)
 			ss_servers_plugin_up(&inst->servers, srv, true);
 		ss_instance_hold(inst, srv >= 0 && !ss_servers_tcp_reachable(&inst->servers));
-		if (!inst->ready_sent && instance_all_plugins(inst, SS_PLUGIN_RUNNING)) {
-			inst->ready_sent = true;
-			if (inst->cb)
-				inst->cb(inst, SS_INSTANCE_READY, NULL, inst->cb_arg);
-		}
+		if (!inst->ready_sent && instance_all_plugins(inst, SS_PLUGIN_RUNNING))
+			instance_ready(inst);
 		break;
 	case SS_PLUGIN_DOWN:
 		/* ss-server's listener stays: what its plugin hands over comes
@@ -259,16 +191,10 @@ static void instance_kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 
-	for (size_t i = 0; i < inst->n_plugins; i++)
-		if (ss_plugin_start(&inst->plugins[i], err, sizeof(err)) < 0) {
-			instance_fail(inst, err);
-			return;
-		}
-	if (inst->n_plugins == 0) {
-		inst->ready_sent = true;
-		if (inst->cb)
-			inst->cb(inst, SS_INSTANCE_READY, NULL, inst->cb_arg);
-	}
+	if (!inst->watches_plugins || inst->shared->n_plugins == 0)
+		instance_ready(inst);
+	else if (ss_shared_start_plugins(inst->shared, err, sizeof(err)) < 0)
+		instance_fail(inst, err);
 }
 
 void ss_instance_set_cb(ss_instance_t *inst, ss_instance_cb cb, void *arg)
@@ -277,60 +203,25 @@ void ss_instance_set_cb(ss_instance_t *inst, ss_instance_cb cb, void *arg)
 	inst->cb_arg = arg;
 }
 
-/* A plugin in front of host:port (SS_REMOTE_HOST, as configured), set up
- * but not started: plugin with opts, carrying tcp and udp; name_only for
- * one from a URL. */
-static int instance_plugin(struct ss_instance *inst, const char *plugin, bool name_only,
-			   const char *opts, const char *host, uint16_t port, bool tcp, bool udp,
-			   char *err, size_t errlen)
-{
-	ss_plugin_spec_t spec = {.plugin = plugin,
-				 .name_only = name_only,
-				 .opts = opts,
-				 .remote_host = host,
-				 .remote_port = port,
-				 .server = inst->cfg->prog == SS_PROG_SERVER,
-				 .tcp = tcp,
-				 .udp = udp,
-				 .avoid = {port, inst->cfg->local_port}};
-	ss_plugin_t *p = &inst->plugins[inst->n_plugins++];
+/* --- creation --- */
 
-	if (spec.server && strcmp(host, "::") == 0) {
-		/* As our own listener does, on a host without IPv6. */
-		int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 && errno == EAFNOSUPPORT)
-			spec.remote_host = "0.0.0.0";
-		if (fd >= 0)
-			close(fd);
-	}
-	return ss_plugin_init(p, inst->loop, &spec, instance_plugin_cb, inst, err, errlen);
-}
-
-/* ss-server entry host:port: the plugin takes the public address for what it
- * carries, and ss-server listens on its loopback port for that. */
-static int instance_server_entry(struct ss_instance *inst, const char *host, uint16_t port,
-				 bool tcp, bool udp, char *err, size_t errlen)
+/* ss-server entry i at host:port: with a plugin, the plugin takes the
+ * public address for what it carries, and each worker listens on its
+ * loopback port for that. */
+static int instance_server_entry(struct ss_instance *inst, size_t i, const char *host,
+				 uint16_t port, char *err, size_t errlen)
 {
 	const ss_config_t *cfg = inst->cfg;
+	const ss_plugin_t *p = inst->shared->entry_plugin[i];
+	bool tcp = inst->shared->tcp, udp = inst->shared->udp;
 	bool ptcp = tcp && cfg->plugin_tcp, pudp = udp && cfg->plugin_udp;
-	struct sockaddr_in *lo;
+	const struct sockaddr_in *lo;
 	socklen_t len;
 	int rc;
 
-	if (!cfg->plugin[0])
+	if (!p)
 		return ss_instance_listen_on(inst, host, port, tcp, udp, err, errlen);
-	if (inst->first) {
-		/* The first worker runs the plugin; this one listens beside it
-		 * on the plugin's side. */
-		lo = (struct sockaddr_in *)ss_plugin_local(
-		    &inst->first->plugins[inst->n_shared_plugins++], &len);
-	} else {
-		if ((rc = instance_plugin(inst, cfg->plugin, false, cfg->plugin_opts, host, port,
-					  cfg->plugin_tcp, cfg->plugin_udp, err, errlen)) < 0)
-			return rc;
-		lo = (struct sockaddr_in *)ss_plugin_local(&inst->plugins[inst->n_plugins - 1],
-							   &len);
-	}
+	lo = (const struct sockaddr_in *)ss_plugin_local(p, &len);
 	if ((ptcp || pudp) && (rc = ss_instance_listen_on(inst, "127.0.0.1", ntohs(lo->sin_port),
 							  ptcp, pudp, err, errlen)) < 0)
 		return rc;
@@ -340,87 +231,23 @@ static int instance_server_entry(struct ss_instance *inst, const char *host, uin
 	return 0;
 }
 
-/* A client's server entry i with a plugin: the plugin, in front of the
- * configured host (never looked up for it), and the server then reached
- * through it for what it carries. */
-static int instance_client_entry(struct ss_instance *inst, size_t i, char *err, size_t errlen)
+/* What cannot fail: the loop's watchers, the socket options, the handshake,
+ * the timeouts. */
+static void instance_init(struct ss_instance *inst, ss_shared_t *sh, struct ev_loop *loop,
+			  unsigned index)
 {
-	const ss_config_server_t *e = &inst->cfg->servers[i];
-	ss_server_t *s = &inst->servers.s[i];
-	int rc;
+	const ss_config_t *cfg = sh->cfg;
 
-	if (!e->plugin[0])
-		return 0;
-	if ((rc = instance_plugin(inst, e->plugin, e->plugin_from_url, e->plugin_opts, e->host,
-				  s->port, e->plugin_tcp, e->plugin_udp, err, errlen)) < 0)
-		return rc;
-	ss_servers_set_plugin(&inst->servers, (int)i, &inst->plugins[inst->n_plugins - 1]);
-	return 0;
-}
-
-int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t **out, char *err,
-		       size_t errlen)
-{
-	return ss_instance_create_worker(cfg, loop, 0, 1, NULL, out, err, errlen);
-}
-
-/* A worker's share of a total: n / count, rounded up, at least 1. */
-static size_t instance_share(size_t n, unsigned count)
-{
-	n = (n + count - 1) / count;
-	return n ? n : 1;
-}
-
-int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsigned index,
-			      unsigned count, struct ss_instance *first, ss_instance_t **out,
-			      char *err, size_t errlen)
-{
-	struct ss_instance *inst;
-	bool udp = cfg->mode != SS_MODE_TCP_ONLY;
-	/* ss-local keeps TCP for SOCKS5 even in udp_only: UDP ASSOCIATE needs it. */
-	bool tcp = cfg->mode != SS_MODE_UDP_ONLY || cfg->prog == SS_PROG_LOCAL;
-	instance_budget_t budget;
-	size_t max_conns;
-	int rc = -EINVAL;
-
-	*out = NULL;
-	/* Without validation there are no keys and no defaults to run on. */
-	if (!cfg->validated) {
-		snprintf(err, errlen, "the configuration is not validated (ss_config_validate)");
-		return -EINVAL;
-	}
-	/* An embedding program has not done it as ss_program_main does; it
-	 * may be done again. */
-	if (ss_codec_global_init() < 0) {
-		snprintf(err, errlen, "cannot initialise the crypto library");
-		return -EIO;
-	}
-	budget = instance_budget(cfg, tcp, udp);
-	if (count == 0 || (index > 0) != (first != NULL) || index >= count) {
-		snprintf(err, errlen, "bad worker %u of %u", index, count);
-		return -EINVAL;
-	}
-	/* The limits are the program's: each worker takes its share. */
-	budget.conns = instance_share(budget.conns, count);
-	if (udp)
-		budget.udp = instance_share(budget.udp, count);
-	max_conns = budget.conns;
-	inst = calloc(1, sizeof(*inst));
-	if (!inst) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
 	inst->cfg = cfg;
 	inst->loop = loop;
 	inst->worker = index;
-	inst->workers = count;
-	inst->first = first;
+	inst->workers = sh->count;
+	inst->shared = sh;
 	ss_instance_accept_init(inst);
 	ev_timer_init(&inst->kick, instance_kick_cb, 0., 0.);
 	inst->kick.data = inst;
 	inst->splice_ok =
-	    ss_splice_supported() &&
-	    ss_pipe_pool_init(&inst->pipes, NULL, instance_share(SPLICE_PIPES, count)) == 0;
+	    ss_splice_supported() && ss_pipe_pool_init(&inst->pipes, NULL, sh->max_pipes) == 0;
 	inst->be = ss_codec_backend();
 	inst->ops = cfg->prog == SS_PROG_SERVER   ? &ss_hs_server
 		    : cfg->prog == SS_PROG_TUNNEL ? &ss_hs_tunnel
@@ -431,13 +258,13 @@ int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsi
 	inst->sockopts =
 	    (ss_sockopts_t){.fast_open = cfg->fast_open,
 			    /* Workers listen on the same addresses side by side. */
-			    .reuse_port = cfg->reuse_port || count > 1,
+			    .reuse_port = cfg->reuse_port || sh->count > 1,
 			    /* Connections are taken once every worker listens
 			     * (ss_instance_listen): before, a client could see
 			     * one worker's listeners and not the others', and
 			     * the kernel spread its datagrams differently once
 			     * they came. */
-			    .bind_only = count > 1,
+			    .bind_only = sh->count > 1,
 			    .no_delay = cfg->no_delay,
 			    .mptcp = cfg->mptcp,
 			    .transparent = cfg->prog == SS_PROG_REDIR && cfg->tcp_tproxy};
@@ -451,69 +278,120 @@ int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsi
 			: cfg->prog == SS_PROG_REDIR
 			    ? "connections not redirected and server answers refused"
 			    : "answers that failed to authenticate");
+}
+
+/* ss-server's codec on the shared replay pools, or a client's servers;
+ * then the pools, sized for their states, the resolver, the outbound
+ * options and the ACL. */
+static int instance_setup(struct ss_instance *inst, char *err, size_t errlen)
+{
+	const ss_config_t *cfg = inst->cfg;
+	ss_shared_t *sh = inst->shared;
+	int rc;
 
 	if (cfg->prog == SS_PROG_SERVER) {
-		/* One set of replay pools for all workers: a salt is refused
-		 * whichever worker it reaches. */
-		rc = first ? ss_codec_setup_shared(&inst->codec, cfg, inst->be, &first->codec, err,
-						   errlen)
-			   : ss_codec_setup(&inst->codec, cfg, inst->be, true, err, errlen);
-		if (rc < 0)
-			goto fail;
-		if (!first && count > 1)
-			ss_codec_share_pools(&inst->codec);
+		if ((rc = ss_codec_setup_shared(&inst->codec, cfg, inst->be, &sh->codec, err,
+						errlen)) < 0)
+			return rc;
 		ss_instance_codec_class(inst, &inst->codec);
 	} else if ((rc = ss_servers_init(&inst->servers, inst, err, errlen)) < 0) {
-		goto fail;
+		return rc;
 	}
-	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t) + inst->slot_states, max_conns) < 0 ||
-	    ss_pool_init(&inst->bufs, SS_LEASE_SIZE, 2 * max_conns) < 0) {
-		snprintf(err, errlen, "cannot reserve memory for %zu connections", max_conns);
-		rc = -ENOMEM;
-		goto fail;
+	if (ss_pool_init(&inst->conns, sizeof(ss_conn_t) + inst->slot_states, sh->max_conns) < 0 ||
+	    ss_pool_init(&inst->bufs, SS_LEASE_SIZE, 2 * sh->max_conns) < 0) {
+		snprintf(err, errlen, "cannot reserve memory for %zu connections", sh->max_conns);
+		return -ENOMEM;
 	}
-	if (ss_resolver_init(&inst->resolver, loop, cfg->nameserver, cfg->ipv6_first, err, errlen) <
-	    0)
-		goto fail;
-	if (instance_setup_outbound(inst, err, errlen) < 0)
-		goto fail;
-	if (cfg->acl[0] && (rc = instance_setup_acl(inst, err, errlen)) < 0)
-		goto fail;
+	if (ss_resolver_init(&inst->resolver, inst->loop, cfg->nameserver, cfg->ipv6_first, err,
+			     errlen) < 0 ||
+	    instance_setup_outbound(inst, err, errlen) < 0)
+		return -EINVAL;
+	if (sh->acl && !(inst->acl = ss_acl_view(sh->acl))) {
+		snprintf(err, errlen, "out of memory for the ACL");
+		return -ENOMEM;
+	}
+	inst->acl_by_addr = sh->acl_by_addr;
+	return 0;
+}
 
-	if (udp && index == 0 && budget.udp * count < (size_t)cfg->udp_max_assoc)
-		ss_info("at most %zu UDP associations and %zu connections at once under the "
-			"open-file limit of %lu (-n/nofile raises it)",
-			budget.udp * count, budget.conns * count, budget.limit);
-	if (udp && (rc = ss_udp_init(&inst->udp, inst, budget.udp, err, errlen)) < 0)
-		goto fail;
+/* The listeners: ss-server's on each of its entries, a client's on its
+ * local address once its servers are set (and their plugins known). */
+static int instance_open(struct ss_instance *inst, char *err, size_t errlen)
+{
+	const ss_config_t *cfg = inst->cfg;
+	ss_shared_t *sh = inst->shared;
+	int rc;
+
 	if (cfg->prog == SS_PROG_SERVER) {
 		for (size_t i = 0; i < cfg->n_servers; i++) {
 			uint16_t port =
 			    cfg->servers[i].port ? cfg->servers[i].port : cfg->server_port;
-			if ((rc = instance_server_entry(inst, cfg->servers[i].host, port, tcp, udp,
-							err, errlen)) < 0)
-				goto fail;
+			if ((rc = instance_server_entry(inst, i, cfg->servers[i].host, port, err,
+							errlen)) < 0)
+				return rc;
 		}
-	} else {
-		for (size_t i = 0; i < cfg->n_servers; i++)
-			if ((rc = instance_client_entry(inst, i, err, errlen)) < 0)
-				goto fail;
-		/* A client accepts once it can reach a server over TCP: before
-		 * that (its servers' plugins not up yet), a connection could
-		 * only fail. */
-		inst->held = !ss_servers_tcp_reachable(&inst->servers);
-		ss_servers_start(&inst->servers);
-		if ((rc = ss_instance_listen_on(inst,
-						cfg->local_addr[0] ? cfg->local_addr : "127.0.0.1",
-						cfg->local_port, tcp, udp, err, errlen)) < 0)
-			goto fail;
+		return 0;
+	}
+	for (size_t i = 0; i < cfg->n_servers; i++)
+		if (sh->entry_plugin[i])
+			ss_servers_set_plugin(&inst->servers, (int)i, sh->entry_plugin[i]);
+	/* A client accepts once it can reach a server over TCP: before that
+	 * (its servers' plugins not up yet), a connection could only fail. */
+	inst->held = !ss_servers_tcp_reachable(&inst->servers);
+	ss_servers_start(&inst->servers);
+	return ss_instance_listen_on(inst, cfg->local_addr[0] ? cfg->local_addr : "127.0.0.1",
+				     cfg->local_port, sh->tcp, sh->udp, err, errlen);
+}
+
+int ss_instance_create_worker(ss_shared_t *sh, struct ev_loop *loop, unsigned index,
+			      ss_instance_t **out, char *err, size_t errlen)
+{
+	struct ss_instance *inst;
+	int rc;
+
+	*out = NULL;
+	if (index >= sh->count) {
+		snprintf(err, errlen, "bad worker %u of %u", index, sh->count);
+		return -EINVAL;
+	}
+	inst = calloc(1, sizeof(*inst));
+	if (!inst) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	instance_init(inst, sh, loop, index);
+	/* Plugins are children of the process that runs their loop: the
+	 * worker on it watches them. */
+	if (loop == sh->loop) {
+		inst->watches_plugins = true;
+		ss_shared_watch_plugins(sh, instance_plugin_cb, inst);
+	}
+	if ((rc = instance_setup(inst, err, errlen)) < 0 ||
+	    (sh->udp && (rc = ss_udp_init(&inst->udp, inst, sh->max_assoc, err, errlen)) < 0) ||
+	    (rc = instance_open(inst, err, errlen)) < 0) {
+		ss_instance_destroy(inst);
+		return rc;
 	}
 	ev_timer_start(loop, &inst->kick);
 	*out = inst;
 	return 0;
-fail:
-	ss_instance_destroy(inst);
-	return rc < 0 ? rc : -EINVAL;
+}
+
+int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t **out, char *err,
+		       size_t errlen)
+{
+	ss_shared_t *sh;
+	int rc;
+
+	*out = NULL;
+	if ((rc = ss_shared_create(cfg, 1, loop, &sh, err, errlen)) < 0)
+		return rc;
+	if ((rc = ss_instance_create_worker(sh, loop, 0, out, err, errlen)) < 0) {
+		ss_shared_free(sh);
+		return rc;
+	}
+	(*out)->own_shared = true;
+	return 0;
 }
 
 void ss_instance_stop(ss_instance_t *inst)
@@ -536,8 +414,8 @@ void ss_instance_stop(ss_instance_t *inst)
 	ss_refused_stop(&inst->refused);
 	ss_conn_reap(inst);
 	ev_timer_stop(inst->loop, &inst->kick);
-	for (size_t i = 0; i < inst->n_plugins; i++)
-		ss_plugin_stop(&inst->plugins[i]);
+	for (size_t i = 0; inst->watches_plugins && i < inst->shared->n_plugins; i++)
+		ss_plugin_stop(&inst->shared->plugins[i]);
 	instance_check_stopped(inst);
 }
 
@@ -547,8 +425,8 @@ void ss_instance_destroy(ss_instance_t *inst)
 		return;
 	inst->cb = NULL;
 	ss_instance_stop(inst);
-	for (size_t i = 0; i < inst->n_plugins; i++)
-		ss_plugin_free(&inst->plugins[i]);
+	if (inst->watches_plugins)
+		ss_shared_watch_plugins(inst->shared, NULL, NULL);
 	for (size_t i = 0; i < inst->n_listeners; i++)
 		close(inst->listeners[i].io.fd);
 	for (size_t i = 0; i < inst->conns.fresh; i++) {
@@ -558,7 +436,6 @@ void ss_instance_destroy(ss_instance_t *inst)
 	}
 	ev_prepare_stop(inst->loop, &inst->reaper);
 	ss_instance_handoff_close(inst); /* handed over since: closed */
-	pthread_mutex_destroy(&inst->handoff.lock);
 	ss_pipe_pool_destroy(&inst->pipes);
 	ss_acl_free(inst->acl);
 	ss_udp_destroy(&inst->udp);
@@ -566,6 +443,8 @@ void ss_instance_destroy(ss_instance_t *inst)
 	ss_servers_free(&inst->servers);
 	ss_pool_destroy(&inst->bufs);
 	ss_pool_destroy(&inst->conns);
+	if (inst->own_shared)
+		ss_shared_free(inst->shared);
 	free(inst);
 }
 

@@ -15,6 +15,7 @@
 #include "relay/conn.h"
 #include "relay/refused.h"
 #include "relay/servers.h"
+#include "relay/shared.h"
 #include "relay/udp.h"
 #include "shadowsocks.h"
 #include "util/pool.h"
@@ -40,19 +41,6 @@ typedef struct ss_codec_class {
 	uint32_t udp_off; /* its association state, in an association's tail */
 } ss_codec_class_t;
 
-/* --workers: connections a worker accepted for another, waiting for it. */
-#define SS_HANDOFF_SLOTS 64
-typedef struct ss_handoff {
-	pthread_mutex_t lock;
-	struct {
-		int fd;
-		socklen_t len;
-		struct sockaddr_storage peer;
-	} q[SS_HANDOFF_SLOTS];
-	unsigned head, n;
-	ev_async wake; /* on the receiving worker's loop */
-} ss_handoff_t;
-
 typedef struct ss_listener {
 	ev_io io;
 	struct ss_instance *inst;
@@ -66,12 +54,12 @@ struct ss_instance {
 	ss_pool_t conns;
 	ss_pool_t bufs;
 	ss_resolver_t resolver;
-	ss_codec_t codec; /* ss-server's, with its replay pools */
+	ss_codec_t codec; /* ss-server's, with the shared replay pools */
 	ss_codec_class_t classes[SS_MAX_SERVERS];
 	size_t n_classes;
 	size_t slot_states;   /* a connection slot's tail: every class's states */
 	size_t udp_states;    /* an association's */
-	ss_acl_t *acl;        /* --acl, or NULL */
+	ss_acl_t *acl;        /* --acl: this worker's view of the shared one, or NULL */
 	bool acl_by_addr;     /* the ACL has address rules: names may need a lookup */
 	bool splice_ok;       /* splice(2) may move COPY directions (ss_splice_supported) */
 	ss_pipe_pool_t pipes; /* their pipes, held only while bytes are in them */
@@ -99,12 +87,10 @@ struct ss_instance {
 	ev_prepare reaper;
 	ss_conn_t *closed;
 	ss_servers_t servers; /* clients: each with its codec, address, health and plugin */
-	/* SIP003 plugins: a client's, one per server entry that has one
-	 * (servers.s[i].plugin); ss-server's, one per listen address. Started
-	 * on the loop (kick) so that they are children of the process that runs
-	 * it (after a daemon's fork) with its final user. */
-	ss_plugin_t plugins[SS_MAX_SERVERS];
-	size_t n_plugins;
+	/* The SIP003 plugins (shared->plugins) are watched by the worker on
+	 * their loop: started there (kick) so that they are children of the
+	 * process that runs it (after a daemon's fork) with its final user. */
+	bool watches_plugins;
 	ev_timer kick;
 	ss_instance_cb cb;
 	void *cb_arg;
@@ -119,35 +105,24 @@ struct ss_instance {
 	ss_refused_t refused; /* refused clients (server), unauthenticated answers (clients) */
 	bool stopping;
 	/* --workers: this is worker `worker` of `workers`, each a loop on a
-	 * thread of its own; first is worker 0's instance (NULL in worker 0),
-	 * whose replay pools and plugins the others share. */
+	 * thread of its own, all with the same shared object (relay/shared.h):
+	 * the replay pools, the ACL, the plugins, the UDP sessions, and each
+	 * worker's place (shared->w[worker]) where the others read its load
+	 * and hand it connections and datagrams. own_shared: made by ss_instance_create
+	 * for this one alone, freed with it. */
 	unsigned worker, workers;
-	struct ss_instance *first;
-	size_t n_shared_plugins; /* first's plugins taken so far (listen addresses) */
-	/* Every worker's instance (workers entries), set before the threads
-	 * start; NULL with one worker. A worker that accepts a connection while
-	 * it holds more than another hands it over (handoff), so that
-	 * long-lived connections the kernel's hash put on one worker are
-	 * shared out; load is its open connections and those handed to it. */
-	struct ss_instance **peers;
-	atomic_uint load;
-	ss_handoff_t handoff;
+	ss_shared_t *shared;
+	bool own_shared;
 };
 
-/* As ss_instance_create, for worker index of count (relay/workers.h):
- * first is worker 0's instance (NULL for worker 0 itself), created before
- * and destroyed after this one. The limits and pools of cfg are split
- * between the workers; the listeners set SO_REUSEPORT when count > 1, so
- * the kernel spreads connections and UDP flows (by their addresses) over
- * them; plugins and replay pools are the first worker's. */
-int ss_instance_create_worker(const ss_config_t *cfg, struct ev_loop *loop, unsigned index,
-			      unsigned count, struct ss_instance *first, ss_instance_t **out,
-			      char *err, size_t errlen);
+/* As ss_instance_create, for worker index of shared->count, each created
+ * with the same shared object (which outlives it) and a loop of its own.
+ * The limits and pools of the configuration are split between the workers;
+ * the listeners set SO_REUSEPORT when count > 1, so the kernel spreads
+ * connections and UDP flows (by their addresses) over them. */
+int ss_instance_create_worker(ss_shared_t *shared, struct ev_loop *loop, unsigned index,
+			      ss_instance_t **out, char *err, size_t errlen);
 
-/* --workers: all count instances (each created with
- * ss_instance_create_worker), which may hand connections to each other from
- * now on; called before their threads start. */
-void ss_instance_set_peers(struct ss_instance **all, unsigned count);
 /* --workers: the TCP listeners, bound by ss_instance_create_worker, start
  * listening; called once every worker's are bound, so that a client that
  * reaches one finds all (their UDP sockets too). 0 or -errno with err. */
@@ -155,8 +130,7 @@ int ss_instance_listen(struct ss_instance *inst, char *err, size_t errlen);
 /* A connection of inst's opened (+1) or ended (-1), for the handoff. */
 static inline void ss_instance_load(struct ss_instance *inst, int delta)
 {
-	if (inst->workers > 1)
-		atomic_fetch_add_explicit(&inst->load, (unsigned)delta, memory_order_relaxed);
+	ss_shared_load(inst->shared, inst->worker, delta);
 }
 
 /* ss-server with an ACL: whether a client at sa may connect (TCP) or send
@@ -172,8 +146,8 @@ int ss_instance_codec_class(struct ss_instance *inst, ss_codec_t *k);
 
 /* ---- Taking connections (instance_accept.c) ---- */
 
-/* At creation, before anything can fail: the hand-off queue, the retry
- * timer and the shortages' state. */
+/* At creation, before anything can fail: the retry timer, the shortages'
+ * state and, with workers, this worker's hand-off queue (opened). */
 void ss_instance_accept_init(struct ss_instance *inst);
 /* Opens a listener on host:port for tcp and/or udp (an IPv6 wildcard falls
  * back to IPv4 on a host without IPv6). 0 or -errno with err. */
@@ -184,7 +158,7 @@ void ss_instance_hold(struct ss_instance *inst, bool hold);
 /* At stop: the listeners and the timers of accepting stop. */
 void ss_instance_accept_stop(struct ss_instance *inst);
 /* Connections handed to this worker and not taken yet are closed; none is
- * taken from now on. */
+ * handed to it from now on. */
 void ss_instance_handoff_close(struct ss_instance *inst);
 /* Called by the connection code when a slot frees. */
 void ss_instance_slot_freed(struct ss_instance *inst);

@@ -172,81 +172,24 @@ static void instance_slots_full(struct ss_instance *inst, bool waiting)
 		instance_retry_in(inst, wait);
 }
 
-/* --workers: the worker with the fewest connections, if this one has more
- * than one more than it, and room for another there. */
-static struct ss_instance *instance_lighter(struct ss_instance *inst)
-{
-	unsigned mine = atomic_load_explicit(&inst->load, memory_order_relaxed), least = mine;
-	struct ss_instance *to = NULL;
-
-	for (unsigned i = 0; i < inst->workers; i++) {
-		struct ss_instance *p = inst->peers[i];
-		unsigned l = atomic_load_explicit(&p->load, memory_order_relaxed);
-		if (p != inst && l < least && l + 2 < p->conns.cap) {
-			least = l;
-			to = p;
-		}
-	}
-	return least + 1 < mine ? to : NULL;
-}
-
-/* Hands the accepted fd to a lighter worker; false: this one keeps it. */
+/* --workers: hands the accepted fd to a lighter worker; false: this one
+ * keeps it. */
 static bool instance_hand_off(struct ss_instance *inst, int fd, const struct sockaddr *peer,
 			      socklen_t len)
 {
-	struct ss_instance *to = instance_lighter(inst);
-	ss_handoff_t *h;
-	bool queued = false;
+	int to = ss_shared_lighter(inst->shared, inst->worker);
 
-	if (!to)
-		return false;
-	h = &to->handoff;
-	pthread_mutex_lock(&h->lock);
-	if (h->n < SS_HANDOFF_SLOTS) {
-		unsigned i = (h->head + h->n++) % SS_HANDOFF_SLOTS;
-		h->q[i].fd = fd;
-		h->q[i].len = len < sizeof(h->q[i].peer) ? len : sizeof(h->q[i].peer);
-		memcpy(&h->q[i].peer, peer, h->q[i].len);
-		queued = true;
-	}
-	pthread_mutex_unlock(&h->lock);
-	if (!queued)
-		return false;
-	ss_instance_load(to, 1);
-	ev_async_send(to->loop, &h->wake);
-	return true;
+	return to >= 0 && ss_shared_hand_off(inst->shared, (unsigned)to, fd, peer, len);
 }
 
-/* Takes the next connection handed over, or returns false. */
-static bool instance_handoff_pop(struct ss_instance *inst, int *fd, struct sockaddr_storage *peer,
-				 socklen_t *len)
+/* Takes the connections handed to this worker. */
+static void instance_handoff_drain(struct ss_instance *inst)
 {
-	ss_handoff_t *h = &inst->handoff;
-	bool got = false;
-
-	pthread_mutex_lock(&h->lock);
-	if (h->n) {
-		*fd = h->q[h->head].fd;
-		*len = h->q[h->head].len;
-		memcpy(peer, &h->q[h->head].peer, *len);
-		h->head = (h->head + 1) % SS_HANDOFF_SLOTS;
-		h->n--;
-		got = true;
-	}
-	pthread_mutex_unlock(&h->lock);
-	return got;
-}
-
-static void instance_handoff_cb(struct ev_loop *loop, ev_async *w, int revents)
-{
-	struct ss_instance *inst = w->data;
 	struct sockaddr_storage peer;
 	socklen_t len;
 	int fd;
-	(void)loop;
-	(void)revents;
 
-	while (instance_handoff_pop(inst, &fd, &peer, &len)) {
+	while (ss_shared_handoff_pop(inst->shared, inst->worker, &fd, &peer, &len)) {
 		/* Counted by the worker that handed it over; ss_conn_accept
 		 * counts it as open. */
 		ss_instance_load(inst, -1);
@@ -257,10 +200,11 @@ static void instance_handoff_cb(struct ev_loop *loop, ev_async *w, int revents)
 	}
 }
 
-void ss_instance_set_peers(struct ss_instance **all, unsigned count)
+static void instance_handoff_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
-	for (unsigned i = 0; i < count; i++)
-		all[i]->peers = all;
+	(void)loop;
+	(void)revents;
+	instance_handoff_drain(w->data);
 }
 
 int ss_instance_listen(struct ss_instance *inst, char *err, size_t errlen)
@@ -327,7 +271,8 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			close(fd);
 			continue;
 		}
-		if (inst->peers && instance_hand_off(inst, fd, (struct sockaddr *)&peer, plen))
+		if (inst->workers > 1 &&
+		    instance_hand_off(inst, fd, (struct sockaddr *)&peer, plen))
 			continue;
 		ss_conn_accept(inst, fd, (struct sockaddr *)&peer, plen);
 	}
@@ -383,11 +328,9 @@ int ss_instance_listen_on(struct ss_instance *inst, const char *host, uint16_t p
 
 void ss_instance_accept_init(struct ss_instance *inst)
 {
-	pthread_mutex_init(&inst->handoff.lock, NULL);
-	ev_async_init(&inst->handoff.wake, instance_handoff_cb);
-	inst->handoff.wake.data = inst;
+	ss_shared_handoff_init(inst->shared, inst->worker, inst->loop, instance_handoff_cb, inst);
 	if (inst->workers > 1)
-		ev_async_start(inst->loop, &inst->handoff.wake);
+		ss_shared_handoff_open(inst->shared, inst->worker);
 	ev_init(&inst->retry, instance_retry_cb);
 	inst->retry.data = inst;
 	instance_shortage_init(&inst->slots_short, "connection slots free", false);
@@ -407,6 +350,6 @@ void ss_instance_accept_stop(struct ss_instance *inst)
 
 void ss_instance_handoff_close(struct ss_instance *inst)
 {
-	instance_handoff_cb(inst->loop, &inst->handoff.wake, 0);
-	ev_async_stop(inst->loop, &inst->handoff.wake);
+	ss_shared_handoff_close(inst->shared, inst->worker);
+	instance_handoff_drain(inst);
 }

@@ -121,11 +121,10 @@ typedef struct ss_udp_relay {
 	ss_udp_stats_t stats;
 	ss_udp_io_t io;
 	/* Server, a codec with sessions (udp_memo_size): every worker's
-	 * sessions, worker 0's table (own_sessions); with workers, the
-	 * datagrams the others hand to this one. */
+	 * sessions, and with workers the datagrams the others hand to this
+	 * one (NULL: none); both in the workers' shared object. */
 	ss_udp_sessions_t *sessions;
-	ss_udp_sessions_t own_sessions;
-	ss_udp_inbox_t inbox;
+	ss_udp_inbox_t *inbox;
 	/* Clients: associations whose server sent an ICMP error back to a
 	 * batch's send, failed over once the batch is sent. */
 	ss_udp_assoc_t *failed[SS_UDP_SLOTS];

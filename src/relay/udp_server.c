@@ -203,10 +203,10 @@ static void server_hand_over(ss_udp_relay_t *u, unsigned holder, const ss_codec_
 			     const ss_codec_pkt_t *p, const ss_udp_rxmsg_t *r, uint8_t listener)
 {
 	ss_udp_handed_t h = {.d = *d, .target = p->addr, .listener = listener};
-	ss_udp_relay_t *to = &u->inst->peers[holder]->udp;
+	ss_udp_inbox_t *to = &u->inst->shared->w[holder].inbox;
 
 	h.fromlen = ss_inaddr_set(&h.from, (const struct sockaddr *)&r->from, r->fromlen);
-	if (!ss_udp_inbox_push(&to->inbox, &h, p->payload, p->payload_len)) {
+	if (!ss_udp_inbox_push(to, &h, p->payload, p->payload_len)) {
 		ss_udp_drop(u, (const struct sockaddr *)&r->from,
 			    "the worker holding its session takes no more now");
 		return;
@@ -316,12 +316,12 @@ static void server_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	ss_udp_relay_t *u = w->data;
 	ss_codec_t *k = u->codecs[0].k;
-	unsigned first, n = ss_udp_inbox_take(&u->inbox, &first);
+	unsigned first, n = ss_udp_inbox_take(u->inbox, &first);
 	(void)loop;
 	(void)revents;
 
 	for (unsigned i = 0; i < n; i++) {
-		ss_udp_handed_t *h = &u->inbox.q[(first + i) % SS_UDP_INBOX_SLOTS];
+		ss_udp_handed_t *h = &u->inbox->q[(first + i) % SS_UDP_INBOX_SLOTS];
 		const struct sockaddr *from = (const struct sockaddr *)&h->from;
 		ss_udp_assoc_t *a = (ss_udp_assoc_t *)ss_udp_table_find(
 		    &u->table, (struct sockaddr *)&h->d.key, h->d.key_len);
@@ -343,7 +343,7 @@ static void server_inbox_cb(struct ev_loop *loop, ev_async *w, int revents)
 	}
 	/* The payloads are sent before their slots are given back. */
 	ss_udp_flush(u, true);
-	ss_udp_inbox_done(&u->inbox, n);
+	ss_udp_inbox_done(u->inbox, n);
 }
 
 /* An answer from a target (n bytes at buf + SS_UDP_HEAD): wrap it with the
@@ -381,55 +381,49 @@ static bool server_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 	return true;
 }
 
-/* With a codec that has sessions, worker 0 makes the table of every
- * worker's sessions, the others use it; with workers, each takes the
- * datagrams of its sessions that reach the others. */
+/* With a codec that has sessions: the workers' one table of sessions
+ * (relay/shared.h); with workers, each takes the datagrams of its sessions
+ * that reach the others, in its inbox. */
 static int server_init(ss_udp_relay_t *u, size_t *max, char *err, size_t errlen)
 {
 	struct ss_instance *inst = u->inst;
-	const ss_codec_ops_t *ops = inst->codec.ops;
+	ss_shared_t *sh = inst->shared;
+	ss_udp_inbox_t *inbox = &sh->w[inst->worker].inbox;
 	int rc;
+	(void)max;
 
 	if ((rc = ss_udp_codec_add(u, &inst->codec, 0, err, errlen)) < 0)
 		return rc;
-	if (!ops->udp_memo_size)
+	if (!inst->codec.ops->udp_memo_size)
 		return 0;
-	if (inst->first) {
-		u->sessions = inst->first->udp.sessions;
-	} else {
-		if (ss_udp_sessions_init(&u->own_sessions, ops->udp_memo_size, ops->udp_memo_ttl,
-					 *max * inst->workers, SS_UDP_SESSIONS_ENDED) < 0) {
-			snprintf(err, errlen, "cannot reserve the table of UDP sessions");
-			return -ENOMEM;
-		}
-		u->sessions = &u->own_sessions;
-	}
-	if (inst->workers > 1) {
-		if (ss_udp_inbox_init(&u->inbox, u->loop, SS_UDP_BUF_SIZE, server_inbox_cb, u) <
-		    0) {
+	u->sessions = &sh->sessions;
+	if (sh->count > 1) {
+		if (ss_udp_inbox_init(inbox, u->loop, SS_UDP_BUF_SIZE, server_inbox_cb, u) < 0) {
 			snprintf(err, errlen, "cannot reserve room for datagrams between workers");
 			return -ENOMEM;
 		}
-		ss_udp_inbox_open(&u->inbox);
+		ss_udp_inbox_open(inbox);
+		u->inbox = inbox;
 	}
 	return 0;
 }
 
 static void server_closing(ss_udp_relay_t *u)
 {
-	if (u->inbox.q)
-		ss_info("udp: %" PRIu64
-			" datagrams handed to the workers holding their sessions, %" PRIu64
-			" taken from them",
-			u->stats.handed, u->stats.taken);
+	if (!u->inbox)
+		return;
+	ss_info("udp: %" PRIu64 " datagrams handed to the workers holding their sessions, %" PRIu64
+		" taken from them",
+		u->stats.handed, u->stats.taken);
 	/* Datagrams handed over from now on are dropped by their sender. */
-	ss_udp_inbox_close(&u->inbox);
+	ss_udp_inbox_close(u->inbox);
 }
 
+/* The table and the inbox are the shared object's, freed after every
+ * worker. */
 static void server_destroy(ss_udp_relay_t *u)
 {
-	ss_udp_inbox_free(&u->inbox);
-	ss_udp_sessions_free(&u->own_sessions);
+	u->inbox = NULL;
 	u->sessions = NULL;
 }
 

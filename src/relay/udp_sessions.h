@@ -37,7 +37,12 @@
  *
  * Locking: the table's mutex guards the hash, the list of ended sessions and
  * each record's holder. A record's memory belongs to its holder alone (no
- * lock), and passes to the next holder through the mutex. */
+ * lock), and passes to the next holder through the mutex.
+ *
+ * Ownership: the table and every worker's inbox live in the workers' shared
+ * object (relay/shared.h), which makes the table before the workers and
+ * frees both after them; each worker sets up, opens and closes its own
+ * inbox. */
 
 #define SS_UDP_SESSIONS_ENDED 16384
 

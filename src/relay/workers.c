@@ -54,67 +54,69 @@ static void *workers_run(void *arg)
 	return NULL;
 }
 
-int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, ss_instance_t *first, char *err,
+/* Worker i on a loop of its own, stopped from the main thread through its
+ * async watcher. */
+static int workers_threaded(ss_workers_t *ws, ss_worker_t *w, char *err, size_t errlen)
+{
+	int rc;
+
+	w->threaded = true;
+	w->loop = ev_loop_new(EVFLAG_AUTO);
+	if (!w->loop) {
+		snprintf(err, errlen, "cannot make the loop of worker %u", w->index);
+		return -ENOMEM;
+	}
+	/* Its lines at start-up name it as its thread's will. */
+	ss_log_set_worker((int)w->index);
+	rc = ss_instance_create_worker(ws->shared, w->loop, w->index, &w->inst, err, errlen);
+	ss_log_set_worker(0);
+	if (rc < 0)
+		return rc;
+	ss_instance_set_cb(w->inst, workers_stopped_cb, w);
+	ev_async_init(&w->stop, workers_stop_cb);
+	w->stop.data = w;
+	ev_async_start(w->loop, &w->stop);
+	return 0;
+}
+
+int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *loop, char *err,
 		      size_t errlen)
 {
-	unsigned n = cfg->workers > 1 ? (unsigned)cfg->workers - 1 : 0;
+	unsigned n = cfg->workers > 1 ? (unsigned)cfg->workers : 1;
 	int rc;
 
 	memset(ws, 0, sizeof(*ws));
-	if (n == 0)
-		return 0;
 	ws->w = calloc(n, sizeof(*ws->w));
 	if (!ws->w) {
-		snprintf(err, errlen, "out of memory for %u workers", n + 1);
+		snprintf(err, errlen, "out of memory for %u workers", n);
 		return -ENOMEM;
 	}
+	if ((rc = ss_shared_create(cfg, n, loop, &ws->shared, err, errlen)) < 0)
+		goto fail;
 	for (unsigned i = 0; i < n; i++) {
 		ss_worker_t *w = &ws->w[i];
-		w->index = i + 1;
-		w->loop = ev_loop_new(EVFLAG_AUTO);
-		if (!w->loop) {
-			snprintf(err, errlen, "cannot make the loop of worker %u", w->index);
-			ss_workers_destroy(ws);
-			return -ENOMEM;
-		}
+		w->index = i;
 		ws->n = i + 1;
-		/* Its lines at start-up name it as its thread's will. */
-		ss_log_set_worker((int)w->index);
-		rc = ss_instance_create_worker(cfg, w->loop, w->index, (unsigned)cfg->workers,
-					       first, &w->inst, err, errlen);
-		ss_log_set_worker(0);
-		if (rc < 0) {
-			ss_workers_destroy(ws);
-			return rc;
-		}
-		ss_instance_set_cb(w->inst, workers_stopped_cb, w);
-		ev_async_init(&w->stop, workers_stop_cb);
-		w->stop.data = w;
-		ev_async_start(w->loop, &w->stop);
+		w->loop = loop;
+		rc = i ? workers_threaded(ws, w, err, errlen)
+		       : ss_instance_create_worker(ws->shared, loop, 0, &w->inst, err, errlen);
+		if (rc < 0)
+			goto fail;
 	}
-	ws->all = calloc(n + 1, sizeof(*ws->all));
-	if (!ws->all) {
-		snprintf(err, errlen, "out of memory for %u workers", n + 1);
-		ss_workers_destroy(ws);
-		return -ENOMEM;
-	}
-	ws->all[0] = first;
 	for (unsigned i = 0; i < n; i++)
-		ws->all[i + 1] = ws->w[i].inst;
-	ss_instance_set_peers(ws->all, n + 1);
-	for (unsigned i = 0; i <= n; i++) {
-		if ((rc = ss_instance_listen(ws->all[i], err, errlen)) < 0) {
-			ss_workers_destroy(ws);
-			return rc;
-		}
-	}
+		if ((rc = ss_instance_listen(ws->w[i].inst, err, errlen)) < 0)
+			goto fail;
 	return 0;
+fail:
+	ss_workers_destroy(ws);
+	return rc;
 }
 
 void ss_workers_forked(ss_workers_t *ws)
 {
 	for (unsigned i = 0; i < ws->n; i++)
-		ev_loop_fork(ws->w[i].loop);
+		if (ws->w[i].threaded)
+			ev_loop_fork(ws->w[i].loop);
 }
 
 int ss_workers_start(ss_workers_t *ws, char *err, size_t errlen)
@@ -125,6 +127,8 @@ int ss_workers_start(ss_workers_t *ws, char *err, size_t errlen)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	for (unsigned i = 0; i < ws->n && rc == 0; i++) {
+		if (!ws->w[i].threaded)
+			continue;
 		rc = -pthread_create(&ws->w[i].thread, NULL, workers_run, &ws->w[i]);
 		if (rc == 0)
 			ws->w[i].running = true;
@@ -160,17 +164,13 @@ void ss_workers_destroy(ss_workers_t *ws)
 {
 	for (unsigned i = ws->n; i-- > 0;) {
 		ss_worker_t *w = &ws->w[i];
-		if (w->inst) {
+		if (w->inst && w->threaded)
 			ev_async_stop(w->loop, &w->stop);
-			ss_instance_destroy(w->inst);
-		}
-		if (w->loop)
+		ss_instance_destroy(w->inst);
+		if (w->threaded && w->loop)
 			ev_loop_destroy(w->loop);
 	}
-	/* Worker 0's instance outlives this: it must not look for the others. */
-	if (ws->all)
-		ws->all[0]->peers = NULL;
-	free(ws->all);
+	ss_shared_free(ws->shared);
 	free(ws->w);
 	memset(ws, 0, sizeof(*ws));
 }

@@ -491,6 +491,33 @@ static void test_regex_rules(void **state)
 	ss_acl_free(acl);
 }
 
+/* A view answers as the ACL it shows, with a match block of its own, and
+ * goes without taking the rules with it. */
+static void test_view(void **state)
+{
+	(void)state;
+	ss_acl_t *acl = parse_ok("[bypass_all]\n[proxy_list]\n(^|\\.)google\\.com$\n"
+				 "||example.com\n10.0.0.0/8\n[outbound_block_list]\n"
+				 "192.0.2.1\n");
+	ss_acl_t *v = ss_acl_view(acl);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x0a010203)};
+
+	assert_non_null(v);
+	assert_int_equal(ss_acl_default(v), BYP);
+	assert_int_equal(ss_acl_match_host(v, "www.google.com"), PRX);
+	assert_int_equal(ss_acl_match_host(v, "a.example.com"), PRX);
+	assert_int_equal(ss_acl_match_host(v, "example.org"), UND);
+	assert_int_equal(ss_acl_match_addr(v, (struct sockaddr *)&a), PRX);
+	assert_true(ss_acl_outbound_blocked_host(v, "192.0.2.1"));
+	ss_acl_free(v);
+	/* The rules stay, for the ACL and another view. */
+	assert_int_equal(ss_acl_match_host(acl, "www.google.com"), PRX);
+	v = ss_acl_view(acl);
+	assert_int_equal(ss_acl_match_host(v, "google.com"), PRX);
+	ss_acl_free(v);
+	ss_acl_free(acl);
+}
+
 static void test_domain_rules(void **state)
 {
 	(void)state;
@@ -668,6 +695,7 @@ int main(void)
 	    cmocka_unit_test(test_overlapping_ranges_merge),
 	    cmocka_unit_test(test_sockaddr_other_family),
 	    cmocka_unit_test(test_regex_rules),
+	    cmocka_unit_test(test_view),
 	    cmocka_unit_test(test_domain_rules),
 	    cmocka_unit_test(test_host_rules_before_address),
 	    cmocka_unit_test(test_match_target),
