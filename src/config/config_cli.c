@@ -24,8 +24,8 @@
  * ':', so that a missing value is its own case, and a long one per row
  * that has one. */
 typedef struct cli_options {
-	char shorts[2 + 2 * 64];
-	struct option longs[64 + 1];
+	char shorts[1 + 2 * SS_CFG_SETTINGS_MAX + 1];
+	struct option longs[SS_CFG_SETTINGS_MAX + 1];
 } cli_options_t;
 
 _Static_assert(LONG_BASE > 0xff, "long options follow every short one");
@@ -39,12 +39,12 @@ static void cli_options(cli_options_t *o)
 	for (size_t i = 0; i < ss_cfg_n_settings; i++) {
 		const ss_setting_t *s = &ss_cfg_settings[i];
 
-		if (s->opt != '\0' && ns + 3 <= sizeof(o->shorts)) {
+		if (s->opt != '\0') {
 			o->shorts[ns++] = s->opt;
 			if (s->arg != NULL)
 				o->shorts[ns++] = ':';
 		}
-		if (s->lopt != NULL && nl + 1 < SS_ARRAY_LEN(o->longs))
+		if (s->lopt != NULL)
 			o->longs[nl++] =
 			    (struct option){s->lopt, s->arg ? required_argument : no_argument, NULL,
 					    LONG_BASE + (int)i};

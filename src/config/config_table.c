@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "config/config_internal.h"
 #include "config/config_table.h"
+#include "util/result.h"
 
 #define STR2(x) #x
 #define STR(x) STR2(x)
@@ -626,7 +627,8 @@ const ss_setting_t ss_cfg_settings[] = {
     {.key = "dscp", .type = SS_SET_UNUSED, .field = -1},
 };
 
-const size_t ss_cfg_n_settings = sizeof(ss_cfg_settings) / sizeof(ss_cfg_settings[0]);
+const size_t ss_cfg_n_settings = SS_ARRAY_LEN(ss_cfg_settings);
+_Static_assert(SS_ARRAY_LEN(ss_cfg_settings) <= SS_CFG_SETTINGS_MAX, "the getopt tables fit");
 
 const ss_setting_t *ss_cfg_setting_by_key(const char *key)
 {

@@ -109,7 +109,9 @@ typedef struct ss_setting {
 	void (*help_more)(FILE *f, ss_prog_t prog);
 } ss_setting_t;
 
-/* The table, and its length. */
+/* The table, and its length: at most SS_CFG_SETTINGS_MAX rows, so that
+ * the getopt tables built from it have a fixed size. */
+#define SS_CFG_SETTINGS_MAX 64
 extern const ss_setting_t ss_cfg_settings[];
 extern const size_t ss_cfg_n_settings;
 
