@@ -29,6 +29,8 @@ typedef enum {
 #define SS_REPLAY_CAPACITY_MAX (1L << 26)
 /* --workers: loops at most, each on a thread of its own. */
 #define SS_WORKERS_MAX 256
+/* -t, --udp-timeout: seconds at most, so that milliseconds fit in an int. */
+#define SS_TIMEOUT_MAX 2147483L
 #define SS_HOST_MAX 256
 
 typedef struct ss_host_port {

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* -h text: the flags each program accepts, laid out as shadowsocks-libev
- * lays out its own, so users find them where they expect. */
+/* -h text: the flags each program accepts, from the settings table
+ * (config_table.c), laid out as shadowsocks-libev lays out its own, so
+ * users find them where they expect. */
 
 #include <stdio.h>
 #include <string.h>
 
 #include "config/config.h"
 #include "config/config_internal.h"
+#include "config/config_table.h"
 #include "crypto/primitives.h"
 
 #define DESC_COL 35 /* where descriptions start */
@@ -22,12 +24,13 @@ static void more(FILE *f, const char *desc)
 	fprintf(f, "%*s%s\n", DESC_COL, "", desc);
 }
 
-/* The method list, wrapped under the -m description. */
-static void methods(FILE *f)
+/* The method list, wrapped under the -m description, and the default. */
+void ss_cfg_usage_methods(FILE *f, ss_prog_t prog)
 {
 	const char *const *names = ss_method_names();
 	int col = DESC_COL;
 
+	(void)prog;
 	fprintf(f, "%*s", DESC_COL, "");
 	for (size_t i = 0; names != NULL && names[i] != NULL; i++) {
 		bool last = names[i + 1] == NULL;
@@ -43,6 +46,17 @@ static void methods(FILE *f)
 		col += w;
 	}
 	fputc('\n', f);
+	more(f, "Default: " SS_DEFAULT_METHOD ".");
+}
+
+/* The file -c would default to now. */
+void ss_cfg_usage_default_file(FILE *f, ss_prog_t prog)
+{
+	char path[4096];
+
+	(void)prog;
+	ss_cfg_default_path(path, sizeof(path));
+	more(f, path);
 }
 
 static const char *const prog_names[] = {
@@ -74,11 +88,44 @@ void ss_config_version(ss_prog_t prog, void *out)
 	ss_config_version_libs(f);
 }
 
+/* One setting's lines: its options in the first column, in [ ] unless
+ * prog needs it, then its help text. */
+static void usage_setting(FILE *f, const ss_setting_t *s, ss_prog_t prog)
+{
+	const char *help = prog == SS_PROG_SERVER && s->help_server ? s->help_server : s->help;
+	const char *open = (s->required & SS_PROGS(prog)) ? "" : "[";
+	const char *close = *open ? "]" : "";
+	char flag[64], desc[64];
+	size_t n;
+
+	if (s->opt != '\0' && (s->lopt == NULL || (s->flags & SS_SET_HELP_SHORT)))
+		n = (size_t)snprintf(flag, sizeof(flag), "%s-%c", open, s->opt);
+	else if (s->opt != '\0')
+		n = (size_t)snprintf(flag, sizeof(flag), "%s-%c, --%s", open, s->opt, s->lopt);
+	else
+		n = (size_t)snprintf(flag, sizeof(flag), "%s--%s", open, s->lopt);
+	snprintf(flag + n, sizeof(flag) - n, "%s%s%s", s->arg ? " " : "", s->arg ? s->arg : "",
+		 close);
+	if (s->flags & SS_SET_GAP)
+		fputc('\n', f);
+	for (bool first = true; help != NULL; first = false) {
+		const char *nl = strchr(help, '\n');
+
+		n = nl ? (size_t)(nl - help) : strlen(help);
+		snprintf(desc, sizeof(desc), "%.*s", (int)n, help);
+		if (first)
+			line(f, flag, desc);
+		else
+			more(f, desc);
+		help = nl ? nl + 1 : NULL;
+	}
+	if (s->help_more != NULL)
+		s->help_more(f, prog);
+}
+
 void ss_config_usage(ss_prog_t prog, void *out)
 {
 	FILE *f = out;
-	bool server = prog == SS_PROG_SERVER;
-	char path[4096];
 
 	if (f == NULL)
 		return;
@@ -86,110 +133,11 @@ void ss_config_usage(ss_prog_t prog, void *out)
 	fprintf(f, "\nshadowsocks-c %s (flags and config file of shadowsocks-libev 3.3.5)\n\n",
 		SS_VERSION);
 	fprintf(f, "  usage:\n\n    %s\n\n", prog_names[prog]);
+	for (size_t i = 0; i < ss_cfg_n_settings; i++) {
+		const ss_setting_t *s = &ss_cfg_settings[i];
 
-	if (server) {
-		line(f, "-s <server_host>", "Address to listen on; repeat for more.");
-		more(f, "Default: \"::\" (IPv6 and IPv4 on Linux).");
-		line(f, "-p <server_port>", "Port to listen on.");
-		line(f, "[-l <local_port>]", "Accepted and ignored, as by libev.");
-	} else {
-		line(f, "-s <server_host>", "Server host name or IP address, or an");
-		more(f, "ss:// URL; repeat for more (\"host:port\"");
-		more(f, "and \"[v6]:port\" work).");
-		line(f, "-p <server_port>", "Server port.");
-		line(f, "[--server-url <ss://...>]", "A server as a SIP002 URL, with its own");
-		more(f, "method, password, plugin and tag; repeat");
-		more(f, "for more. Several servers: failover.");
-		line(f, "-l <local_port>", "Port to listen on locally.");
+		if (s->help != NULL && ss_cfg_setting_for(s, prog))
+			usage_setting(f, s, prog);
 	}
-	line(f, "-k <password>", "Password shared with the other side");
-	more(f, "(also --password <password>).");
-	line(f, "-m <encrypt_method>", "Encryption method, one of:");
-	methods(f);
-	more(f, "Default: " SS_DEFAULT_METHOD ".");
-	fputc('\n', f);
-
-	line(f, "[-a <user>]", "Switch to this user after start-up.");
-	line(f, "[-f <pid_file>]", "Run in the background, pid written here.");
-	line(f, "[-t <timeout>]", "Idle timeout in seconds (default 60).");
-	line(f, "[-c <config_file>]", "JSON config file; flags override it.");
-	more(f, "Given no settings (none, or only --check");
-	more(f,
-	     server ? "or --print-url), the first that exists of" : "), the first that exists of");
-	more(f, "~/.config/shadowsocks-libev/config.json,");
-	more(f, "/etc/shadowsocks-c/config.json and");
-	more(f, "/etc/shadowsocks-libev/config.json; now:");
-	ss_cfg_default_path(path, sizeof(path));
-	more(f, path);
-	line(f, "[-n <number>]", "Raise the open files limit to this.");
-	line(f, "[-i <interface>]", "Network interface to send traffic through.");
-	if (server)
-		line(f, "[-b <local_address>]", "Local address for outbound connections.");
-	else
-		line(f, "[-b <local_address>]", "Address to listen on (default 127.0.0.1).");
-	fputc('\n', f);
-
-	line(f, "[-u]", "Relay UDP as well as TCP.");
-	line(f, "[-U]", "Relay UDP only, no TCP.");
-	line(f, "[-6]", "Prefer IPv6 when resolving host names.");
-	line(f, "[-d <addr>]", "Name servers to use, comma-separated.");
-	if (prog == SS_PROG_TUNNEL) {
-		fputc('\n', f);
-		line(f, "[-L <addr>:<port>]", "Where the tunnel leads: the destination");
-		more(f, "every connection is forwarded to.");
-	}
-	if (prog == SS_PROG_REDIR) {
-		fputc('\n', f);
-		line(f, "[-T, --tcp-tproxy]", "TCP arrives by TPROXY, not REDIRECT");
-		more(f, "(UDP always does: -u, -U).");
-	}
-	fputc('\n', f);
-
-	line(f, "[--reuse-port]", "Set SO_REUSEPORT on listening sockets.");
-	line(f, "[--workers <n>]",
-	     server ? "Loops, each on a thread of its own (default:"
-		    : "Loops, each on a thread of its own (1).");
-	if (server)
-		more(f, "one per online CPU); 1 to 256.");
-	line(f, "[--fast-open]", "Use TCP Fast Open.");
-	line(f, "[--acl <acl_file>]", "Access control list file.");
-	line(f, "[--mtu <MTU>]", "MTU of the network interface (for UDP).");
-	line(f, "[--udp-timeout <seconds>]", "Idle time before a UDP association ends (60).");
-	line(f, "[--udp-max-associations <n>]", "Most UDP associations at once (4096).");
-	line(f, "[--mptcp]", "Use Multipath TCP.");
-	line(f, "[--no-delay]", "Set TCP_NODELAY.");
-	line(f, "[--key <key_in_base64>]", "Key in base64, instead of a password.");
-	line(f, "[--plugin <plugin>]", "SIP003 plugin to run: a path, or a name");
-	if (server) {
-		more(f, "in PATH or the working directory.");
-		line(f, "[--plugin-opts <options>]", "Its options (SS_PLUGIN_OPTIONS).");
-	} else {
-		more(f, "in PATH or the working directory; it");
-		more(f, "replaces a URL's plugin too.");
-		line(f, "[--plugin-opts <options>]", "Its options (SS_PLUGIN_OPTIONS); they");
-		more(f, "replace a URL's too.");
-	}
-	line(f, "[--plugin-mode <mode>]", "What it carries: tcp_only (default),");
-	more(f, "tcp_and_udp (SIP003u) or udp_only.");
-	if (prog == SS_PROG_LOCAL) {
-		line(f, "[--socks-user <name>]", "SOCKS5 clients must log in (RFC 1929)");
-		more(f, "as this user, with --socks-pass.");
-		line(f, "[--socks-pass <password>]", "That user's password.");
-		line(f, "[--socks-users <file>]", "Users who may log in, one name:password");
-		more(f, "a line.");
-	}
-	if (server) {
-		line(f, "[--print-url]", "Print the ss:// URL (and QR code) a client");
-		more(f, "needs for this configuration, and exit.");
-	}
-	fputc('\n', f);
-
-	line(f, "[-v]", "More log output; repeat for even more.");
-	line(f, "[--check]", "Check the configuration (file, ACL, plugin,");
-	more(f, "names, -a user) and print what would run;");
-	more(f, "exit 1 with the first problem, else 0.");
-	line(f, "[-h, --help]", "Show this help.");
-	line(f, "[--version]", "Show the version, what runs each method's");
-	more(f, "crypto on this CPU, and the libraries.");
 	fputc('\n', f);
 }

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
 """-h, the man pages and the bash, zsh and fish completions name the same
-options, per program, in both directions (tests/unit/test_config_usage.c
-holds -h to the parser's own table); the completions offer every method
-the program has and the SIP003 plugins found in PATH."""
+options, per program, in both directions (-h and the parser are both
+built from the settings table, src/config/config_table.c, and
+tests/unit/test_config_usage.c holds them to each other); the
+completions offer every method the program has and the SIP003 plugins
+found in PATH."""
 
 import os
 import re

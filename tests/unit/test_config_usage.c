@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* -h names exactly the options the parser takes, program by program: the
- * parser's table is the one the man pages and completions are checked
- * against through -h (tests/integration/test_cli.py). */
+/* -h names exactly the options the parser takes, program by program: both
+ * come from the settings table (src/config/config_table.c), which the man
+ * pages and completions are checked against through -h
+ * (tests/integration/test_completions.py). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
