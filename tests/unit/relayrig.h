@@ -36,7 +36,8 @@ typedef struct rig {
 	struct ev_loop *loop;
 	ss_config_t *cfg;
 	ss_instance_t *inst;
-	ev_timer tick; /* bounds each turn of the loop */
+	bool own_loop;
+	ev_timer tick; /* bounds each turn of the loop (own_loop) */
 } rig_t;
 
 /* One end of a connection the test holds, with what it has read. */
@@ -55,14 +56,16 @@ static void rig_tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 }
 
-/* An instance of prog on a loop of its own, configured by kv (key, value
- * pairs as ss_config_set takes them, then NULL). */
-static inline void rig_start(rig_t *r, ss_prog_t prog, const char *const *kv)
+/* An instance of prog, configured by kv (key, value pairs as ss_config_set
+ * takes them, then NULL), on loop, or on a loop of its own (loop NULL). */
+static inline void rig_start_on(rig_t *r, struct ev_loop *loop, ss_prog_t prog,
+				const char *const *kv)
 {
 	char err[256] = "";
 
 	memset(r, 0, sizeof(*r));
-	r->loop = ev_loop_new(EVFLAG_AUTO);
+	r->own_loop = !loop;
+	r->loop = loop ? loop : ev_loop_new(EVFLAG_AUTO);
 	assert_non_null(r->loop);
 	assert_int_equal(ss_config_new(prog, &r->cfg), 0);
 	for (; kv[0]; kv += 2)
@@ -72,16 +75,26 @@ static inline void rig_start(rig_t *r, ss_prog_t prog, const char *const *kv)
 		fail_msg("validate: %s", err);
 	if (ss_instance_create(r->cfg, r->loop, &r->inst, err, sizeof(err)) != 0)
 		fail_msg("instance: %s", err);
-	ev_timer_init(&r->tick, rig_tick_cb, 0.002, 0.002);
-	ev_timer_start(r->loop, &r->tick);
+	if (r->own_loop) {
+		ev_timer_init(&r->tick, rig_tick_cb, 0.002, 0.002);
+		ev_timer_start(r->loop, &r->tick);
+	}
 }
 
+static inline void rig_start(rig_t *r, ss_prog_t prog, const char *const *kv)
+{
+	rig_start_on(r, NULL, prog, kv);
+}
+
+/* Destroys the instance, and its loop if it is its own. */
 static inline void rig_stop(rig_t *r)
 {
-	ev_timer_stop(r->loop, &r->tick);
 	ss_instance_destroy(r->inst);
 	ss_config_free(r->cfg);
-	ev_loop_destroy(r->loop);
+	if (r->own_loop) {
+		ev_timer_stop(r->loop, &r->tick);
+		ev_loop_destroy(r->loop);
+	}
 }
 
 /* One turn of the loop; it sleeps at most a tick. */
@@ -211,6 +224,13 @@ static inline bool peer_ended(peer_t *p)
 	return p->eof || p->err;
 }
 
+/* Whether what p has read so far holds text (reading what is there first). */
+static inline bool peer_saw(peer_t *p, const char *text)
+{
+	peer_read(p);
+	return p->len && memmem(p->rx, p->len, text, strlen(text)) != NULL;
+}
+
 /* Writes all n bytes, turning the loop while the socket is full. */
 static inline void peer_write(rig_t *r, peer_t *p, const void *buf, size_t n)
 {
@@ -252,6 +272,22 @@ static inline int listen_loopback(uint16_t port, int backlog, uint16_t *out)
 	assert_int_equal(listen(fd, backlog), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
 	*out = ntohs(a.sin_port);
+	return fd;
+}
+
+/* A socket bound on 127.0.0.1 that does not listen, and its port: a
+ * connect there is refused, and no connect can meet itself there (its own
+ * port being the one it connects to, as it may with a port merely free). */
+static inline int refusing_port(uint16_t *port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
 	return fd;
 }
 
