@@ -492,6 +492,8 @@ static void test_chain_one_byte(void **state)
 	peer_free(&client);
 	peer_free(&target);
 	assert_freed(s);
+	free(up);
+	free(down);
 }
 
 /* A client that reads slowly: ss-local's writes toward it block (a small
