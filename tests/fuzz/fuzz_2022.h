@@ -10,6 +10,7 @@
 #include "blake3/blake3.h"
 #include "crypto/aead2022.h"
 #include "fuzz_util.h"
+#include "../unit/open2022.h"
 
 #define FZ_N_2022 3
 static const char *const fz_2022_names[FZ_N_2022] = {
@@ -131,23 +132,6 @@ static inline void fz_identity_subkey(const ss_method_t *m, const uint8_t *key, 
 	memcpy(material + m->key_len, salt, salt_len);
 	ss_blake3_derive_key("shadowsocks 2022 identity subkey", material, m->key_len + salt_len,
 			     out, m->key_len);
-}
-
-/* Opens a whole packet, both halves, with a session started for it in
- * scratch (through ss_2022_udp_session_init before), as a relay without a
- * session cache would. SS_OK or SS_ERR with p->err. */
-static inline int fz_2022_udp_open(ss_2022_udp_t *u, ss_2022_udp_session_t *scratch, uint8_t *buf,
-				   size_t len, uint64_t now, ss_2022_udp_pkt_t *p)
-{
-	if (ss_2022_udp_open_head(u, buf, len, p) != SS_OK)
-		return SS_ERR;
-	/* ChaCha20 packets have no session subkey. */
-	if (u->method->alg == SS_AEAD_AES_GCM &&
-	    ss_2022_udp_session_start(u, scratch, p->session_id, p->user) != 0) {
-		p->err = SS_2022_E_AUTH;
-		return SS_ERR;
-	}
-	return ss_2022_udp_open_body(u, scratch, p, now);
 }
 
 #endif
