@@ -35,7 +35,8 @@ __attribute__((constructor)) static void setup(void)
 {
 	if (!ss_vgcm_available()) {
 		char lack[128];
-		fprintf(stderr, "fuzz_gcm_vaes: SKIPPED: this CPU lacks %s, which our AES-GCM needs\n",
+		fprintf(stderr,
+			"fuzz_gcm_vaes: SKIPPED: this CPU lacks %s, which our AES-GCM needs\n",
 			ss_cpu_names(SS_VGCM_CPU & ~ss_cpu_features(), lack, sizeof(lack)));
 		exit(77);
 	}

@@ -104,14 +104,14 @@ static inline void rig_turn(rig_t *r)
 }
 
 /* Turns the loop until expr holds; fails the test after RIG_WAIT_SECS. */
-#define RIG_WAIT(r, expr)                                                               \
-	do {                                                                            \
-		ev_tstamp end_ = ev_time() + RIG_WAIT_SECS;                             \
-		while (!(expr)) {                                                       \
-			if (ev_time() > end_)                                           \
-				fail_msg("timed out waiting for %s", #expr);            \
-			rig_turn(r);                                                    \
-		}                                                                       \
+#define RIG_WAIT(r, expr)                                                                          \
+	do {                                                                                       \
+		ev_tstamp end_ = ev_time() + RIG_WAIT_SECS;                                        \
+		while (!(expr)) {                                                                  \
+			if (ev_time() > end_)                                                      \
+				fail_msg("timed out waiting for %s", #expr);                       \
+			rig_turn(r);                                                               \
+		}                                                                                  \
 	} while (0)
 
 static inline void rig_turns(rig_t *r, int n)
@@ -324,8 +324,10 @@ static inline void rig_connect(rig_t *r, peer_t *client, int sndbuf)
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
 	if (sndbuf > 0) {
-		assert_int_equal(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
-		assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &sndbuf, sizeof(sndbuf)), 0);
+		assert_int_equal(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)),
+				 0);
+		assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &sndbuf, sizeof(sndbuf)),
+				 0);
 	}
 	peer_init(client, sv[0]);
 	ss_conn_accept(r->inst, sv[1], (struct sockaddr *)&from, sizeof(from));
@@ -371,6 +373,60 @@ static inline size_t addr_header(uint16_t port, uint8_t out[7])
 	out[5] = (uint8_t)(port >> 8);
 	out[6] = (uint8_t)port;
 	return 7;
+}
+
+/* Sends n bytes of pattern seed from one peer and checks that the other
+ * gets exactly them (what it had read before is dropped first). */
+static inline void relay_one_way(rig_t *r, peer_t *from, peer_t *to, size_t n, uint8_t seed)
+{
+	uint8_t *want = pattern(n, seed);
+
+	to->len = 0;
+	peer_write(r, from, want, n);
+	RIG_WAIT(r, peer_has(to, n));
+	rig_turns(r, 3);
+	peer_read(to);
+	assert_int_equal(to->len, n);
+	assert_memory_equal(to->rx, want, n);
+	free(want);
+}
+
+/* n bytes of pattern seed from one peer to another that reads nothing at
+ * first: the relay's writes toward it block (the caller made the buffers
+ * small), the relay stops reading the sender, and the sender's writes block
+ * short of n. Then the reader takes what comes, in pieces, and gets every
+ * byte in order. */
+static inline void push_to_slow_reader(rig_t *r, peer_t *from, peer_t *to, size_t n, uint8_t seed)
+{
+	uint8_t *want = pattern(n, seed);
+	size_t sent = 0;
+
+	to->len = 0;
+	for (int stalls = 0; stalls < 50 && sent < n;) {
+		ssize_t w = send(from->fd, want + sent, n - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w > 0)
+			sent += (size_t)w;
+		else
+			stalls++;
+		rig_turns(r, 2);
+	}
+	assert_true(sent < n);
+	while (to->len < n) {
+		if (sent < n) {
+			ssize_t w =
+			    send(from->fd, want + sent, n - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (w > 0)
+				sent += (size_t)w;
+		}
+		size_t before = to->len;
+		peer_read_max(to, 65536);
+		if (to->len == before)
+			rig_turn(r);
+		assert_false(to->eof || to->err);
+	}
+	assert_int_equal(to->len, n);
+	assert_memory_equal(to->rx, want, n);
+	free(want);
 }
 
 #endif

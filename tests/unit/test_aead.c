@@ -371,9 +371,8 @@ static void test_known_answer(void **state)
 			memcpy(wire + w + SS_AEAD_CHUNK_HDR, c1, strlen(c1));
 			assert_int_equal(ss_aead_enc_chunk(&s, wire + w, strlen(c1)), 0);
 			w += strlen(c1) + SS_AEAD_CHUNK_OVERHEAD;
-			assert_int_equal(
-			    enc_copy(&s, (const uint8_t *)c2, strlen(c2), wire + w),
-			    strlen(c2) + SS_AEAD_CHUNK_OVERHEAD);
+			assert_int_equal(enc_copy(&s, (const uint8_t *)c2, strlen(c2), wire + w),
+					 strlen(c2) + SS_AEAD_CHUNK_OVERHEAD);
 			w += strlen(c2) + SS_AEAD_CHUNK_OVERHEAD;
 			assert_int_equal(w, want_len);
 			assert_memory_equal(wire, want, want_len);

@@ -25,8 +25,9 @@ typedef struct server_rig {
 static int setup(void **state)
 {
 	char port[8];
-	const char *const kv[] = {"server", "127.0.0.1", "server_port", free_port(port),
-				  "method", "none", "mode", "tcp_only", NULL};
+	const char *const kv[] = {"server",        "127.0.0.1", "server_port",
+				  free_port(port), "method",    "none",
+				  "mode",          "tcp_only",  NULL};
 	server_rig_t *s = calloc(1, sizeof(*s));
 
 	assert_non_null(s);
@@ -66,21 +67,6 @@ static void open_conn(server_rig_t *s, peer_t *client, peer_t *target, int sndbu
 	rig_connect(&s->r, client, sndbuf);
 	peer_write(&s->r, client, hdr, addr_header(s->port, hdr));
 	rig_accept(&s->r, s->lis, target);
-}
-
-/* Sends n bytes of pattern seed from one peer and checks that the other
- * gets exactly them (what it had read before is dropped first). */
-static void relay_one_way(rig_t *r, peer_t *from, peer_t *to, size_t n, uint8_t seed)
-{
-	uint8_t *want = pattern(n, seed);
-
-	to->len = 0;
-	peer_write(r, from, want, n);
-	RIG_WAIT(r, peer_has(to, n));
-	RIG_WAIT(r, (rig_turns(r, 2), !peer_read(to)));
-	assert_int_equal(to->len, n);
-	assert_memory_equal(to->rx, want, n);
-	free(want);
 }
 
 /* The client half-closes first: the target gets every byte and the FIN,
@@ -227,37 +213,11 @@ static void test_blocked_sink(void **state)
 	rig_t *r = &s->r;
 	peer_t client, target;
 	const size_t n = 1u << 20;
-	uint8_t *down = pattern(n, 11);
-	size_t sent = 0;
 
 	open_conn(s, &client, &target, 4096);
 	sock_rcvbuf(target.fd, 4096);
 	sock_sndbuf(target.fd, 4096);
-	/* The target writes what it can while the client reads nothing. */
-	for (int stalls = 0; stalls < 50 && sent < n;) {
-		ssize_t w = send(target.fd, down + sent, n - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (w > 0)
-			sent += (size_t)w;
-		else
-			stalls++;
-		rig_turns(r, 2);
-	}
-	assert_true(sent < n);
-	/* Then the client reads, in small pieces, and the rest follows. */
-	while (client.len < n) {
-		if (sent < n) {
-			ssize_t w = send(target.fd, down + sent, n - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
-			if (w > 0)
-				sent += (size_t)w;
-		}
-		size_t before = client.len;
-		peer_read_max(&client, 65536);
-		if (client.len == before)
-			rig_turn(r);
-		assert_false(client.eof || client.err);
-	}
-	assert_int_equal(client.len, n);
-	assert_memory_equal(client.rx, down, n);
+	push_to_slow_reader(r, &target, &client, n, 11);
 	peer_shut(&target);
 	RIG_WAIT(r, peer_ended(&client));
 	assert_true(client.eof);
@@ -267,7 +227,6 @@ static void test_blocked_sink(void **state)
 	peer_free(&target);
 	assert_freed(s);
 	assert_int_equal(rig_stats(r).bytes_down, n);
-	free(down);
 }
 
 /* The target refuses the connect: the client's connection is closed, and

@@ -38,9 +38,9 @@ static int setup_none(void **state)
 	assert_non_null(s);
 	s->lis = listen_loopback(0, 16, &s->port);
 	snprintf(port, sizeof(port), "%u", s->port);
-	const char *const kv[] = {"server",     "127.0.0.1", "server_port", port,
-				  "local_port", free_port(local_port), "method", "none",
-				  "mode",       "tcp_only",  NULL};
+	const char *const kv[] = {
+	    "server", "127.0.0.1", "server_port", port,       "local_port", free_port(local_port),
+	    "method", "none",      "mode",        "tcp_only", NULL};
 	rig_start(&s->local, SS_PROG_LOCAL, kv);
 	s->fds = open_fds();
 	*state = s;
@@ -57,12 +57,14 @@ static local_rig_t *setup_chain(const char *method, const char *key)
 	assert_non_null(s);
 	s->chain = true;
 	free_port(port);
-	const char *const skv[] = {"server", "127.0.0.1", "server_port", port, "method", method,
-				   "password", key, "mode", "tcp_only", NULL};
+	const char *const skv[] = {"server", "127.0.0.1", "server_port", port,
+				   "method", method,      "password",    key,
+				   "mode",   "tcp_only",  NULL};
 	rig_start(&s->server, SS_PROG_SERVER, skv);
-	const char *const lkv[] = {"server",     "127.0.0.1", "server_port", port,
-				   "local_port", free_port(local_port), "method", method,
-				   "password",   key,         "mode",        "tcp_only", NULL};
+	const char *const lkv[] = {
+	    "server", "127.0.0.1", "server_port", port, "local_port", free_port(local_port),
+	    "method", method,      "password",    key,  "mode",       "tcp_only",
+	    NULL};
 	/* On the server's loop: turning it through either rig is the same. */
 	rig_start_on(&s->local, s->server.loop, SS_PROG_LOCAL, lkv);
 	s->lis = listen_loopback(0, 16, &s->port);
@@ -85,8 +87,8 @@ static int setup_chacha(void **state)
 static int setup_2022(void **state)
 {
 	/* base64 of the 32 bytes "0123456789abcdef0123456789abcdef" */
-	*state = setup_chain("2022-blake3-aes-256-gcm",
-			     "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=");
+	*state =
+	    setup_chain("2022-blake3-aes-256-gcm", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=");
 	return 0;
 }
 
@@ -128,20 +130,6 @@ static void expect(rig_t *r, peer_t *p, const void *want, size_t n)
 	assert_int_equal(p->len, n);
 	assert_memory_equal(p->rx, want, n);
 	p->len = 0;
-}
-
-static void relay_one_way(rig_t *r, peer_t *from, peer_t *to, size_t n, uint8_t seed)
-{
-	uint8_t *want = pattern(n, seed);
-
-	to->len = 0;
-	peer_write(r, from, want, n);
-	RIG_WAIT(r, peer_has(to, n));
-	rig_turns(r, 3);
-	peer_read(to);
-	assert_int_equal(to->len, n);
-	assert_memory_equal(to->rx, want, n);
-	free(want);
 }
 
 /* SOCKS5 to the chain's target: the request, the reply, and the target's
@@ -505,33 +493,10 @@ static void test_chain_blocked_sink(void **state)
 	rig_t *r = &s->local;
 	peer_t client, target;
 	const size_t n = 2u << 20;
-	uint8_t *down = pattern(n, 10);
-	size_t sent = 0;
 
 	socks5_open(s, &client, &target, 4096);
 	sock_sndbuf(target.fd, 4096);
-	for (int stalls = 0; stalls < 50 && sent < n;) {
-		ssize_t w = send(target.fd, down + sent, n - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (w > 0)
-			sent += (size_t)w;
-		else
-			stalls++;
-		rig_turns(r, 2);
-	}
-	assert_true(sent < n);
-	while (client.len < n) {
-		if (sent < n) {
-			ssize_t w = send(target.fd, down + sent, n - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
-			if (w > 0)
-				sent += (size_t)w;
-		}
-		size_t before = client.len;
-		peer_read_max(&client, 65536);
-		if (client.len == before)
-			rig_turn(r);
-		assert_false(client.eof || client.err);
-	}
-	assert_memory_equal(client.rx, down, n);
+	push_to_slow_reader(r, &target, &client, n, 10);
 	peer_close(&target);
 	RIG_WAIT(r, peer_ended(&client));
 	assert_true(client.eof);
@@ -539,7 +504,6 @@ static void test_chain_blocked_sink(void **state)
 	peer_free(&client);
 	peer_free(&target);
 	assert_freed(s);
-	free(down);
 }
 
 int main(void)
