@@ -102,30 +102,6 @@ int ss_aead_enc_chunk(ss_aead_stream_t *s, uint8_t *chunk, size_t n)
 	return 0;
 }
 
-size_t ss_aead_enc_bound(size_t len)
-{
-	return len + (len + SS_AEAD_MAX_PAYLOAD - 1) / SS_AEAD_MAX_PAYLOAD * SS_AEAD_CHUNK_OVERHEAD;
-}
-
-long ss_aead_enc_copy(ss_aead_stream_t *s, const uint8_t *in, size_t len, uint8_t *out)
-{
-	size_t written = 0;
-
-	while (len > 0) {
-		size_t n = len < SS_AEAD_MAX_PAYLOAD ? len : SS_AEAD_MAX_PAYLOAD;
-		int rc;
-
-		memcpy(out + written + SS_AEAD_CHUNK_HDR, in, n);
-		rc = ss_aead_enc_chunk(s, out + written, n);
-		if (rc < 0)
-			return rc;
-		written += n + SS_AEAD_CHUNK_OVERHEAD;
-		in += n;
-		len -= n;
-	}
-	return (long)written;
-}
-
 void ss_aead_dec_start(ss_aead_stream_t *s, const uint8_t *key)
 {
 	memcpy(s->key, key, s->method->key_len);

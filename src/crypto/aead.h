@@ -66,13 +66,6 @@ int ss_aead_enc_start_salt(ss_aead_stream_t *s, const uint8_t *key, const uint8_
  * 1 <= n <= SS_AEAD_MAX_PAYLOAD. Writes n + SS_AEAD_CHUNK_OVERHEAD bytes at
  * chunk. 0 or -errno. */
 int ss_aead_enc_chunk(ss_aead_stream_t *s, uint8_t *chunk, size_t n);
-/* Convenience for callers with contiguous plaintext: seals len bytes of in
- * (any length, split into maximal chunks) to out, which must have room for
- * len + ceil(len / MAX_PAYLOAD) * OVERHEAD bytes and must not overlap in.
- * Returns the bytes written, or -errno. */
-long ss_aead_enc_copy(ss_aead_stream_t *s, const uint8_t *in, size_t len, uint8_t *out);
-/* Upper bound of ss_aead_enc_copy output for len plaintext bytes. */
-size_t ss_aead_enc_bound(size_t len);
 
 /* Decoder: remembers the master key; the salt is read from the stream. */
 void ss_aead_dec_start(ss_aead_stream_t *s, const uint8_t *key);

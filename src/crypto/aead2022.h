@@ -353,10 +353,5 @@ int ss_2022_udp_open_head(ss_2022_udp_t *u, uint8_t *buf, size_t len, ss_2022_ud
  * the fields and payload in p, or SS_ERR with p->err. */
 int ss_2022_udp_open_body(ss_2022_udp_t *u, ss_2022_udp_session_t *s, ss_2022_udp_pkt_t *p,
 			  uint64_t now);
-/* Both halves with a session started here for the packet (a subkey
- * derivation per packet: for tests and for callers without a session
- * cache). scratch has been through ss_2022_udp_session_init. */
-int ss_2022_udp_open(ss_2022_udp_t *u, ss_2022_udp_session_t *scratch, uint8_t *buf, size_t len,
-		     uint64_t now, ss_2022_udp_pkt_t *p);
 
 #endif

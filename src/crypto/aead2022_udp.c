@@ -329,13 +329,3 @@ int ss_2022_udp_open_body(ss_2022_udp_t *u, ss_2022_udp_session_t *s, ss_2022_ud
 	p->payload_len = len - used;
 	return SS_OK;
 }
-
-int ss_2022_udp_open(ss_2022_udp_t *u, ss_2022_udp_session_t *scratch, uint8_t *buf, size_t len,
-		     uint64_t now, ss_2022_udp_pkt_t *p)
-{
-	if (ss_2022_udp_open_head(u, buf, len, p) != SS_OK)
-		return SS_ERR;
-	if (is_aes(u) && ss_2022_udp_session_start(u, scratch, p->session_id, p->user) != 0)
-		return fail(p, SS_2022_E_AUTH);
-	return ss_2022_udp_open_body(u, scratch, p, now);
-}

@@ -106,8 +106,3 @@ const char *ss_cpu_names(unsigned bits, char *buf, size_t len)
 	}
 	return buf;
 }
-
-const char *ss_cpu_missing(unsigned want, char *buf, size_t len)
-{
-	return ss_cpu_names(want & ~ss_cpu_features(), buf, len);
-}

@@ -39,8 +39,4 @@ static inline bool ss_cpu_has(unsigned want)
  * buf (empty when none). Returns buf. */
 const char *ss_cpu_names(unsigned bits, char *buf, size_t len);
 
-/* The names of the bits of want this machine lacks, as ss_cpu_names: for
- * "skipped: the CPU lacks ..." messages. */
-const char *ss_cpu_missing(unsigned want, char *buf, size_t len);
-
 #endif

@@ -8,7 +8,6 @@
 
 #include <sodium.h>
 
-#include "crypto/mbedtls_hash.h"
 #include "crypto/method.h"
 
 int ss_crypto_global_init(void)
@@ -108,10 +107,4 @@ bool ss_ct_equal(const void *a, const void *b, size_t len)
 void ss_wipe(void *buf, size_t len)
 {
 	sodium_memzero(buf, len);
-}
-
-void ss_md5(const uint8_t *in, size_t len, uint8_t out[16])
-{
-	/* Fails only on bad arguments. */
-	(void)SS_MBEDTLS_MD5(in, len, out);
 }

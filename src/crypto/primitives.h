@@ -150,11 +150,7 @@ int ss_crypto_global_init(void);
 
 /* Shared helpers, the same for both backends. */
 void ss_random_bytes(void *buf, size_t len);
-/* Pages of cached random bytes held now: one per thread that has drawn
- * small amounts, released when the thread ends (for tests). */
-size_t ss_random_pages(void);
 bool ss_ct_equal(const void *a, const void *b, size_t len);
 void ss_wipe(void *buf, size_t len);
-void ss_md5(const uint8_t *in, size_t len, uint8_t out[16]);
 
 #endif

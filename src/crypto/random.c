@@ -49,15 +49,6 @@ static void random_key_init(void)
 }
 #endif
 
-size_t ss_random_pages(void)
-{
-#ifdef MADV_WIPEONFORK
-	return atomic_load(&random_pages);
-#else
-	return 0;
-#endif
-}
-
 static random_pool_t *random_pool_get(void)
 {
 #ifdef MADV_WIPEONFORK

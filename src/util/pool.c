@@ -56,11 +56,6 @@ void ss_pool_put(ss_pool_t *p, void *obj)
 	p->in_use--;
 }
 
-size_t ss_pool_index(const ss_pool_t *p, const void *obj)
-{
-	return (size_t)((const uint8_t *)obj - p->base) / p->obj_size;
-}
-
 void *ss_pool_at(const ss_pool_t *p, size_t index)
 {
 	return p->base + index * p->obj_size;

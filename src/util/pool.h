@@ -26,8 +26,7 @@ void ss_pool_destroy(ss_pool_t *p);
  * before (all-zero pages). NULL when all cap objects are out. */
 void *ss_pool_get(ss_pool_t *p, int *fresh);
 void ss_pool_put(ss_pool_t *p, void *obj);
-/* Index of obj in the pool, and the object at an index below p->fresh. */
-size_t ss_pool_index(const ss_pool_t *p, const void *obj);
+/* The object at an index below p->fresh. */
 void *ss_pool_at(const ss_pool_t *p, size_t index);
 
 #endif

@@ -118,12 +118,3 @@ void *ss_tarenas_realloc(ss_tarenas_t *f, void *p, size_t n)
 	pthread_mutex_unlock(&t->lock);
 	return q;
 }
-
-size_t ss_tarenas_count(ss_tarenas_t *f)
-{
-	size_t n = 0;
-
-	for (ss_tarena_t *t = atomic_load_explicit(&f->all, memory_order_acquire); t; t = t->next)
-		n++;
-	return n;
-}

@@ -45,7 +45,4 @@ void *ss_tarenas_alloc(ss_tarenas_t *f, size_t n);
 void ss_tarenas_free(ss_tarenas_t *f, void *p);
 void *ss_tarenas_realloc(ss_tarenas_t *f, void *p, size_t n);
 
-/* How many arenas f has made (for tests). */
-size_t ss_tarenas_count(ss_tarenas_t *f);
-
 #endif

@@ -10,6 +10,7 @@
 #include "blake3/blake3.h"
 #include "crypto/aead2022.h"
 #include "fuzz_util.h"
+#include "../unit/open2022.h"
 
 #define FZ_N_2022 3
 static const char *const fz_2022_names[FZ_N_2022] = {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: SIP022 UDP packets opened on raw bytes
- * (ss_2022_udp_open), with fixed keys so that the seeds, sealed with them
+ * (udp_open_whole), with fixed keys so that the seeds, sealed with them
  * (timestamps at FZ_NOW), open and their mutations reach the main header.
  * Input: [selector][packet...]. The selector's low 7 bits pick the method
  * (modulo 3), then the backend, then the side; bit 7 its keys:
@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 
 	memcpy(buf, f.p, f.n);
-	rc = ss_2022_udp_open(u, &scratch[mi][bi], buf, f.n, FZ_NOW, &p);
+	rc = udp_open_whole(u, &scratch[mi][bi], buf, f.n, FZ_NOW, &p);
 	FZ_CHECK((rc == SS_OK) == (p.err == SS_2022_E_NONE));
 	if (rc == SS_OK) {
 		/* The payload ends where the tag starts; the address is just

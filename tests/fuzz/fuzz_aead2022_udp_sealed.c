@@ -6,7 +6,7 @@
  * sealed by hand as SIP022 and SIP023 lay it out (separate header, identity
  * header, AEAD under the session subkey; or XChaCha20-Poly1305 under the
  * PSK), so also packets our encoder refuses to make reach
- * ss_2022_udp_open; for the AES methods, our encoder must make the same
+ * udp_open_whole; for the AES methods, our encoder must make the same
  * bytes when it can.
  * Sometimes one thing is wrong on purpose, each with the reason it must be
  * refused for: a flipped bit, a cut packet, the header type, the
@@ -263,7 +263,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_CHECK(ss_2022_udp_init_client(&client, m, fz_backend(g.bi), &psks) == 0);
 		u = &client;
 	}
-	rc = ss_2022_udp_open(u, &sessions[g.mi][g.bi], wire, len, FZ_NOW, &p);
+	rc = udp_open_whole(u, &sessions[g.mi][g.bi], wire, len, FZ_NOW, &p);
 	FZ_CHECK((rc == SS_OK) == (p.err == SS_2022_E_NONE));
 	switch (g.what) {
 	case FZ_AS_SEALED:

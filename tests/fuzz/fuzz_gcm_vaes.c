@@ -35,8 +35,9 @@ __attribute__((constructor)) static void setup(void)
 {
 	if (!ss_vgcm_available()) {
 		char lack[128];
-		fprintf(stderr, "fuzz_gcm_vaes: SKIPPED: this CPU lacks %s, which our AES-GCM needs\n",
-			ss_cpu_missing(SS_VGCM_CPU, lack, sizeof(lack)));
+		fprintf(stderr,
+			"fuzz_gcm_vaes: SKIPPED: this CPU lacks %s, which our AES-GCM needs\n",
+			ss_cpu_names(SS_VGCM_CPU & ~ss_cpu_features(), lack, sizeof(lack)));
 		exit(77);
 	}
 	mbedtls_gcm_init(&mb);

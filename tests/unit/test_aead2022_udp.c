@@ -25,6 +25,7 @@
 
 #define NOW 1700000000ull
 
+#include "open2022.h"
 #include "test2022.h"
 
 /* ---- UDP ---- */
@@ -131,8 +132,7 @@ static void udp_exchange(udp_pair_t *p, ss_2022_user_t *want_user)
 		/* A packet with the same id again: it opens, the window refuses it. */
 		p->csess.next_packet_id = i;
 		len = udp_seal(&p->client, &p->csess, payload, n, 0, NOW, 0, pkt, sizeof(pkt));
-		assert_int_equal(ss_2022_udp_open(&p->server, &p->ssess, pkt, len, NOW, &pk),
-				 SS_OK);
+		assert_int_equal(udp_open_whole(&p->server, &p->ssess, pkt, len, NOW, &pk), SS_OK);
 		assert_int_equal(pk.packet_id, i);
 		assert_false(ss_window_check(&win, pk.packet_id));
 		assert_int_equal(p->csess.next_packet_id, i + 1);
@@ -150,8 +150,7 @@ static void udp_exchange(udp_pair_t *p, ss_2022_user_t *want_user)
 			len = udp_seal(&p->server, &p->srv_reply, payload, 50 * i, i, NOW + 1, csid,
 				       pkt, sizeof(pkt));
 			assert_int_equal(
-			    ss_2022_udp_open(&p->client, &p->cli_scratch, pkt, len, NOW, &pk),
-			    SS_OK);
+			    udp_open_whole(&p->client, &p->cli_scratch, pkt, len, NOW, &pk), SS_OK);
 			check_pkt(&pk, payload, 50 * i);
 			assert_int_equal(pk.session_id, ssid);
 			assert_int_equal(pk.packet_id, i);
@@ -237,7 +236,7 @@ static void test_udp_identity(void **state)
 			assert_int_equal(ss_2022_udp_session_start(&p.client, &p.csess, 1, NULL),
 					 0);
 			len = udp_seal(&p.client, &p.csess, pkt, 10, 0, NOW, 0, pkt, sizeof(pkt));
-			assert_int_equal(ss_2022_udp_open(&p.server, &p.ssess, pkt, len, NOW, &pk),
+			assert_int_equal(udp_open_whole(&p.server, &p.ssess, pkt, len, NOW, &pk),
 					 SS_ERR);
 			assert_int_equal(pk.err, SS_2022_E_USER);
 			pair_free(&p);
@@ -251,7 +250,7 @@ static void test_udp_identity(void **state)
 					       sizeof(pkt));
 				pkt[i] ^= 4;
 				assert_int_equal(
-				    ss_2022_udp_open(&p.server, &p.ssess, pkt, len, NOW, &pk),
+				    udp_open_whole(&p.server, &p.ssess, pkt, len, NOW, &pk),
 				    SS_ERR);
 				assert_int_equal(pk.err, SS_2022_E_USER);
 			}
@@ -306,8 +305,7 @@ static void test_udp_identity_chain(void **state)
 	assert_int_equal(ss_2022_udp_session_start(&p.client, &p.csess, 77, NULL), 0);
 	len = udp_seal(&p.client, &p.csess, payload, 64, 0, NOW, 0, pkt, sizeof(pkt));
 	at = udp_relay_step(m, &psks, pkt);
-	assert_int_equal(ss_2022_udp_open(&p.server, &p.ssess, pkt + at, len - at, NOW, &pk),
-			 SS_OK);
+	assert_int_equal(udp_open_whole(&p.server, &p.ssess, pkt + at, len - at, NOW, &pk), SS_OK);
 	check_pkt(&pk, payload, 64);
 	assert_ptr_equal(pk.user, &users.v[0]);
 	assert_int_equal(pk.session_id, 77);
@@ -348,7 +346,7 @@ static ss_2022_err_t udp_verdict(ss_2022_udp_t *u, uint8_t *pkt, size_t len, uin
 	int rc;
 
 	assert_int_equal(ss_2022_udp_session_init(u, &s), 0);
-	rc = ss_2022_udp_open(u, &s, pkt, len, now, &pk);
+	rc = udp_open_whole(u, &s, pkt, len, now, &pk);
 	ss_2022_udp_session_free(u, &s);
 	assert_int_equal(rc == SS_OK, pk.err == SS_2022_E_NONE);
 	return pk.err;
@@ -491,8 +489,7 @@ static void test_udp_seal_args(void **state)
 		len = ss_2022_udp_seal(&p.client, &p.csess, &msg, buf, off, 7, sizeof(buf), &start);
 		assert_int_equal(len, h + 7 + 16);
 		assert_int_equal(
-		    ss_2022_udp_open(&p.server, &p.ssess, buf + start, (size_t)len, NOW, &pk),
-		    SS_OK);
+		    udp_open_whole(&p.server, &p.ssess, buf + start, (size_t)len, NOW, &pk), SS_OK);
 		assert_int_equal(pk.payload_len, 7);
 		assert_memory_equal(pk.payload, "payload", 7);
 		assert_int_equal(pk.addr_len, msg.addr_len);
@@ -539,8 +536,8 @@ static void test_known_answer(void **state)
 			assert_memory_equal(buf, c2s, c2s_len);
 
 			at = udp_relay_step(m, &psks, buf);
-			assert_int_equal(ss_2022_udp_open(&p.server, &p.ssess, buf + at, len - at,
-							  1700000004, &pk),
+			assert_int_equal(udp_open_whole(&p.server, &p.ssess, buf + at, len - at,
+							1700000004, &pk),
 					 SS_OK);
 			assert_int_equal(pk.session_id, V_UDP_CSID);
 			assert_int_equal(pk.packet_id, 5);
@@ -557,8 +554,8 @@ static void test_known_answer(void **state)
 				       1700000005, V_UDP_CSID, buf, sizeof(buf));
 			assert_int_equal(len, s2c_len);
 			assert_memory_equal(buf, s2c, s2c_len);
-			assert_int_equal(ss_2022_udp_open(&p.client, &p.cli_scratch, s2c, s2c_len,
-							  1700000005, &pk),
+			assert_int_equal(udp_open_whole(&p.client, &p.cli_scratch, s2c, s2c_len,
+							1700000005, &pk),
 					 SS_OK);
 			assert_int_equal(pk.client_session_id, V_UDP_CSID);
 			assert_int_equal(pk.session_id, V_UDP_SSID);
