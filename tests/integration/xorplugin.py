@@ -88,16 +88,19 @@ def serve_tcp(listener, target, table):
             say("cannot connect to %s: %s" % (target, e))
             conn.close()
             continue
+        # Each connection's own list, passed in: a closure would see the
+        # variable, rebound by the next accept, and close another
+        # connection's sockets mid-transfer.
         ends = []
 
-        def run(a, b):
+        def run(a, b, ends):
             pipe(a, b, table)
             ends.append(1)
             if len(ends) == 2:
                 a.close()
                 b.close()
-        threading.Thread(target=run, args=(conn, out), daemon=True).start()
-        threading.Thread(target=run, args=(out, conn), daemon=True).start()
+        threading.Thread(target=run, args=(conn, out, ends), daemon=True).start()
+        threading.Thread(target=run, args=(out, conn, ends), daemon=True).start()
 
 
 def serve_udp(sock, target, table):
