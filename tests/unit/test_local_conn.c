@@ -194,7 +194,7 @@ static void test_socks5_one_byte(void **state)
 	expect(r, &server, want, sizeof(want));
 	assert_false(peer_read(&client));
 	for (int i = 0; i < 5; i++) {
-		peer_write(r, &server, "pong!" + i, 1);
+		peer_write(r, &server, &"pong!"[i], 1);
 		RIG_WAIT(r, peer_has(&client, (size_t)i + 1));
 	}
 	assert_memory_equal(client.rx, "pong!", 5);
