@@ -57,6 +57,9 @@ for prog in ss-local ss-server ss-tunnel ss-redir
 end
 complete -c ss-server -s s -x -d 'Address to listen on'
 complete -c ss-server -l print-url -d 'Print the ss:// URL and QR code a client needs'
+complete -c ss-server -l manager-address -r -d 'Send traffic figures to a manager (host:port or Unix socket)'
+complete -c ss-server -l metrics -r -d 'Serve Prometheus metrics at addr:port'
+complete -c ss-server -l block-private -d 'Refuse loopback, private and link-local targets'
 complete -c ss-local -c ss-tunnel -c ss-redir -s s -x -d 'Server host, or an ss:// URL'
 complete -c ss-local -c ss-tunnel -c ss-redir -l server-url -x -d 'A server as an ss:// URL (SIP002)'
 complete -c ss-local -l socks-user -x -d 'SOCKS5 user clients must log in as'

@@ -161,6 +161,18 @@ struct ss_config {
 	 * salt; SIP022 keeps the request salts of the last 60 s, at most this
 	 * many (refusing new connections beyond it). */
 	long replay_capacity;
+	/* --manager-address / "manager_address" (ss-server): where a manager
+	 * listens (HOST:PORT over UDP, or a Unix datagram socket's path); the
+	 * server sends it "stat: {...}" datagrams, as shadowsocks-libev's
+	 * ss-server does for its ss-manager. Empty: none. */
+	char manager_address[512];
+	/* --metrics / "metrics" (ss-server): ADDR:PORT of the Prometheus text
+	 * endpoint served on the loop. Empty: none. */
+	char metrics[SS_HOST_MAX + 8];
+	/* --block-private / "block_private" (ss-server): refuse targets at
+	 * loopback, private, link-local, CGNAT, multicast and unspecified
+	 * addresses, names resolving to them included. */
+	bool block_private;
 	/* --print-url (ss-server): print the ss:// URLs clients need and exit.
 	 * The password text is then kept (for the URLs) until ss_config_clear. */
 	bool print_url;

@@ -129,8 +129,7 @@ static int set_auth(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t
 static int refuse_manager(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen)
 {
 	(void)cfg;
-	return ss_cfg_err(err, errlen, "%s is an ss-manager flag; shadowsocks-c has no ss-manager",
-			  v->name);
+	return ss_cfg_err(err, errlen, "%s is an ss-manager flag", v->name);
 }
 
 /* ---- The table ---------------------------------------------------------- */
@@ -536,6 +535,38 @@ const ss_setting_t ss_cfg_settings[] = {
      .scope = SOCKS_SCOPE,
      .flags = SS_SET_FILE_KEEPS,
      .help = "Users who may log in, one name:password\na line."},
+    {.key = "manager_address",
+     .lopt = "manager-address",
+     .arg = "<addr>",
+     .type = SS_SET_STRING,
+     FIELD(manager_address),
+     .label = "--manager-address",
+     .noun = "manager address",
+     .field = -1,
+     .progs = ONLY(SERVER),
+     .scope = "%s is for ss-server",
+     .flags = SS_SET_ARG_NONEMPTY | SS_SET_GAP | SS_SET_FILE_SKIPS,
+     .help = "Send traffic figures to a manager at\nhost:port or a Unix socket path."},
+    {.key = "metrics",
+     .lopt = "metrics",
+     .arg = "<addr:port>",
+     .type = SS_SET_STRING,
+     FIELD(metrics),
+     .label = "--metrics",
+     .noun = "metrics address",
+     .field = -1,
+     .progs = ONLY(SERVER),
+     .scope = "%s is for ss-server",
+     .flags = SS_SET_ARG_NONEMPTY,
+     .help = "Serve Prometheus metrics over HTTP\nat addr:port (GET /metrics)."},
+    {.key = "block_private",
+     .lopt = "block-private",
+     .type = SS_SET_BOOL,
+     FIELD(block_private),
+     .field = -1,
+     .progs = ONLY(SERVER),
+     .scope = "%s is for ss-server",
+     .help = "Refuse targets at loopback, private,\nlink-local and multicast addresses."},
     {.lopt = "print-url",
      .type = SS_SET_BOOL,
      FIELD(print_url),
@@ -604,13 +635,6 @@ const ss_setting_t ss_cfg_settings[] = {
      .field = -1,
      .progs = ALL,
      .flags = SS_SET_REFUSED | SS_SET_JSON_TEXT},
-    {.lopt = "manager-address",
-     .arg = "<addr>",
-     .type = SS_SET_FN,
-     .fn = refuse_manager,
-     .field = -1,
-     .progs = ALL,
-     .flags = SS_SET_REFUSED},
     {.lopt = "executable",
      .arg = "<path>",
      .type = SS_SET_FN,
@@ -622,7 +646,6 @@ const ss_setting_t ss_cfg_settings[] = {
      * not act on, each listed in docs/compatibility.md: ss-manager's, and
      * dscp. A file shared with libev's programs may hold them. */
     {.key = "port_password", .type = SS_SET_UNUSED, .field = -1},
-    {.key = "manager_address", .type = SS_SET_UNUSED, .field = -1},
     {.key = "workdir", .type = SS_SET_UNUSED, .field = -1},
     {.key = "dscp", .type = SS_SET_UNUSED, .field = -1},
 };

@@ -631,8 +631,10 @@ static void test_cli_errors(void **state)
 	expect_error("-T/--tcp-tproxy is only for ss-redir", SS_PROG_LOCAL, "-T", NULL);
 	expect_error("-T/--tcp-tproxy is only for ss-redir", SS_PROG_TUNNEL, "--tcp-tproxy", NULL);
 	expect_error("-L is only for ss-tunnel", SS_PROG_REDIR, "-L", "1.2.3.4:5", NULL);
-	expect_error("--manager-address is an ss-manager flag", SS_PROG_SERVER, "--manager-address",
+	expect_error("--manager-address is for ss-server", SS_PROG_LOCAL, "--manager-address",
 		     "/tmp/m.sock", NULL);
+	expect_error("--metrics is for ss-server", SS_PROG_TUNNEL, "--metrics", "127.0.0.1:9",
+		     NULL);
 	expect_error("--executable is an ss-manager flag", SS_PROG_SERVER, "--executable", "x",
 		     NULL);
 	char many[20][16];
