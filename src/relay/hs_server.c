@@ -116,6 +116,8 @@ connect:
 		return;
 	}
 	server_log_connect(c, hdr.user);
+	/* Counted as its user's from here, its target's connect included. */
+	ss_conn_fig_open(c, ss_fig_user_index(&c->inst->shared->fig_layout, hdr.user));
 	ss_conn_connect_addr(c, &c->target);
 }
 

@@ -241,7 +241,15 @@ int ss_shared_create(const ss_config_t *cfg, unsigned count, struct ev_loop *loo
 		return -EINVAL;
 	}
 	sh = calloc(1, sizeof(*sh));
-	if (!sh || !(sh->w = calloc(count, sizeof(*sh->w)))) {
+	if (sh)
+		ss_fig_layout_init(&sh->fig_layout, cfg);
+	if (!sh || !(sh->w = calloc(count, sizeof(*sh->w))) ||
+	    !(sh->fig = calloc(count, sizeof(*sh->fig))) ||
+	    ss_figures_alloc(sh->fig, count, &sh->fig_layout) < 0) {
+		if (sh) {
+			free(sh->fig);
+			free(sh->w);
+		}
 		free(sh);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -278,6 +286,8 @@ void ss_shared_free(ss_shared_t *sh)
 	ss_udp_sessions_free(&sh->sessions);
 	ss_acl_free(sh->acl);
 	ss_codec_free(&sh->codec);
+	ss_figures_free(sh->fig, sh->count);
+	free(sh->fig);
 	free(sh->w);
 	free(sh);
 }

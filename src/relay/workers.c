@@ -106,6 +106,10 @@ int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *
 	for (unsigned i = 0; i < n; i++)
 		if ((rc = ss_instance_listen(ws->w[i].inst, err, errlen)) < 0)
 			goto fail;
+	if (cfg->prog == SS_PROG_SERVER && cfg->manager_address[0] &&
+	    (rc = ss_report_start(&ws->report, ws->shared, loop, cfg->manager_address, err,
+				  errlen)) < 0)
+		goto fail;
 	return 0;
 fail:
 	ss_workers_destroy(ws);
@@ -162,6 +166,7 @@ void ss_workers_join(ss_workers_t *ws)
 
 void ss_workers_destroy(ss_workers_t *ws)
 {
+	ss_report_stop(&ws->report);
 	for (unsigned i = ws->n; i-- > 0;) {
 		ss_worker_t *w = &ws->w[i];
 		if (w->inst && w->threaded)
