@@ -24,6 +24,7 @@ static void conn_connect_until(ss_conn_t *c, const struct sockaddr *sa, socklen_
 	int fd;
 
 	if (ss_instance_target_blocked(inst, NULL, sa)) {
+		ss_instance_count_refused(inst, c->side[SS_IN].fd, SS_REFUSED_ACL);
 		ss_conn_close(c, "target refused: in the ACL's outbound block list");
 		return;
 	}
@@ -91,6 +92,7 @@ void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a)
 	if (a != &c->target)
 		c->target = *a;
 	if (a->atyp == SS_ATYP_DOMAIN && ss_instance_target_blocked(c->inst, a->domain, NULL)) {
+		ss_instance_count_refused(c->inst, c->side[SS_IN].fd, SS_REFUSED_ACL);
 		ss_conn_close(c, "target refused: in the ACL's outbound block list");
 		return;
 	}

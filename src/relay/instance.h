@@ -153,7 +153,10 @@ static inline void ss_conn_count(const ss_conn_t *c, int d, uint64_t n)
 void ss_conn_fig_open(ss_conn_t *c, size_t user);
 /* The figures' index of the port a socket's local address is on. */
 size_t ss_instance_fig_port(struct ss_instance *inst, int fd);
-/* A client refused for why, on the port of socket fd (-1: the first). */
+/* A client refused for why, on the port of socket fd (its accepted
+ * socket; -1: the first port). For a UDP datagram, ss_udp_fig's port
+ * (relay/udp_internal.h). SS_REFUSED_BLOCKED is for targets the server never
+ * relays to, whatever the ACL. */
 static inline void ss_instance_count_refused(struct ss_instance *inst, int fd, ss_refusal_t why)
 {
 	ss_fig_add(&inst->fig->port[fd < 0 ? 0 : ss_instance_fig_port(inst, fd)].refused[why], 1);

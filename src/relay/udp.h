@@ -65,7 +65,8 @@ typedef struct ss_udp_listener {
 	ev_io io;
 	struct ss_udp_relay *relay;
 	uint8_t index;
-	uint8_t sflags; /* SS_UDP_SOCK_* */
+	uint8_t sflags;   /* SS_UDP_SOCK_* */
+	uint8_t fig_port; /* its port in the figures (relay/figures.h) */
 } ss_udp_listener_t;
 
 /* Server: names of targets, resolved on the loop and kept for a short time;
