@@ -110,6 +110,16 @@ int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *
 	    (rc = ss_report_start(&ws->report, ws->shared, loop, cfg->manager_address, err,
 				  errlen)) < 0)
 		goto fail;
+	if (cfg->prog == SS_PROG_SERVER && cfg->metrics[0] &&
+	    (!(ws->metrics = calloc(1, sizeof(*ws->metrics))) ||
+	     (rc = ss_metrics_start(ws->metrics, ws->shared, loop, cfg->metrics, err, errlen)) <
+		 0)) {
+		if (!ws->metrics) {
+			snprintf(err, errlen, "out of memory");
+			rc = -ENOMEM;
+		}
+		goto fail;
+	}
 	return 0;
 fail:
 	ss_workers_destroy(ws);
@@ -167,6 +177,10 @@ void ss_workers_join(ss_workers_t *ws)
 void ss_workers_destroy(ss_workers_t *ws)
 {
 	ss_report_stop(&ws->report);
+	if (ws->metrics)
+		ss_metrics_stop(ws->metrics);
+	free(ws->metrics);
+	ws->metrics = NULL;
 	for (unsigned i = ws->n; i-- > 0;) {
 		ss_worker_t *w = &ws->w[i];
 		if (w->inst && w->threaded)
