@@ -203,6 +203,28 @@ static void client_end(ss_metrics_client_t *c)
 		m_io_start(m, &m->lis);
 }
 
+/* The answer is out: the client reads it to the end before it sees our
+ * FIN, where a close with its unread bytes still queued would reset the
+ * connection and could lose the answer. What it still sends is read and
+ * dropped until it closes or its time runs out. */
+static void client_linger(ss_metrics_client_t *c)
+{
+	ssize_t n;
+
+	if (!c->lingering) {
+		c->lingering = true;
+		shutdown(c->io.fd, SHUT_WR);
+		m_io_stop(c->m, &c->io);
+		ev_io_set(&c->io, c->io.fd, EV_READ);
+		m_io_start(c->m, &c->io);
+	}
+	do
+		n = recv(c->io.fd, c->req, sizeof(c->req), 0);
+	while (n > 0 || (n < 0 && errno == EINTR));
+	if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+		client_end(c);
+}
+
 static void client_write(ss_metrics_client_t *c)
 {
 	while (c->out_off < c->out_len) {
@@ -212,11 +234,13 @@ static void client_write(ss_metrics_client_t *c)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
-		if (w <= 0)
-			break;
+		if (w <= 0) {
+			client_end(c);
+			return;
+		}
 		c->out_off += (size_t)w;
 	}
-	client_end(c);
+	client_linger(c);
 }
 
 static const char *answer_status(ss_scrape_t what)
@@ -294,7 +318,9 @@ static void client_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 
-	if (c->out)
+	if (c->lingering)
+		client_linger(c);
+	else if (c->out)
 		client_write(c);
 	else
 		client_read(c);
@@ -325,6 +351,7 @@ static void metrics_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 				c = &m->c[i];
 		c->n = 0;
 		c->out = NULL;
+		c->lingering = false;
 		ev_io_init(&c->io, client_io_cb, fd, EV_READ);
 		c->io.data = c;
 		ev_timer_init(&c->timer, client_timer_cb, SS_METRICS_TIMEOUT, 0);

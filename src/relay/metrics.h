@@ -31,6 +31,7 @@ typedef struct ss_metrics_client {
 	size_t n;
 	char *out; /* the answer, while it is written */
 	size_t out_len, out_off;
+	bool lingering; /* answered: reading what the client still sends until it closes */
 } ss_metrics_client_t;
 
 struct ss_metrics {
