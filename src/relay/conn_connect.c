@@ -23,6 +23,16 @@ static void conn_connect_until(ss_conn_t *c, const struct sockaddr *sa, socklen_
 	struct ss_instance *inst = c->inst;
 	int fd;
 
+	if (ss_doors_match(&inst->shared->doors, sa)) {
+		char peer[SS_ADDR_STRLEN];
+		ss_instance_count_refused(inst, c->side[SS_IN].fd, SS_REFUSED_BLOCKED);
+		ss_refused_note(&inst->refused, &c->peer.sa,
+				"%s %s: refused: the target is this server's manager or metrics "
+				"address",
+				c->action, ss_conn_peer(c, peer, sizeof(peer)));
+		ss_conn_close(c, NULL);
+		return;
+	}
 	if (ss_instance_target_blocked(inst, NULL, sa)) {
 		ss_instance_count_refused(inst, c->side[SS_IN].fd, SS_REFUSED_ACL);
 		ss_conn_close(c, "target refused: in the ACL's outbound block list");

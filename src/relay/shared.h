@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "net/plugin.h"
 #include "proto/acl.h"
+#include "relay/doors.h"
 #include "relay/figures.h"
 #include "relay/udp_sessions.h"
 
@@ -88,6 +89,7 @@ typedef struct ss_shared {
 	ss_shared_worker_t *w; /* count places */
 	ss_fig_layout_t fig_layout;
 	ss_fig_block_t *fig; /* count blocks */
+	ss_doors_t doors;    /* ss-server's own addresses, never a target (fixed) */
 } ss_shared_t;
 
 /* Makes what count workers of cfg share (validated; cfg outlives it), with

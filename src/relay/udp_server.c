@@ -29,6 +29,13 @@ static void server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *dat
 {
 	struct sockaddr_in6 mapped;
 
+	if (ss_doors_match(&u->inst->shared->doors, to)) {
+		ss_fig_add(&ss_udp_fig(u, a->listener)->refused[SS_REFUSED_BLOCKED], 1);
+		ss_udp_refuse(u, (struct sockaddr *)&a->peer, (struct sockaddr *)&a->peer,
+			      "datagram refused",
+			      "the target is this server's manager or metrics address");
+		return;
+	}
 	if (ss_instance_target_blocked(u->inst, NULL, to)) {
 		ss_fig_add(&ss_udp_fig(u, a->listener)->refused[SS_REFUSED_ACL], 1);
 		ss_udp_drop(u, (struct sockaddr *)&a->peer,

@@ -87,6 +87,36 @@ def test_stat_datagrams_count_open_connections(ss, echo, blob, tmp_path, kind):
             s.close()
 
 
+def test_manager_is_no_target(ss, tmp_path):
+    """A client's datagram to the manager's address through the relay never
+    arrives (it could forge figures); only the server's own stat datagrams
+    do, and the refusal is logged."""
+    import ssudp
+    mgr = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    mgr.bind((sslib.LOOPBACK4, 0))
+    with mgr:
+        where = "%s:%d" % mgr.getsockname()
+        server = ss.server(method=METHOD, extra=["-u", "--manager-address", where])
+        client = ss.local(server, extra=["-u"])
+        app = ssudp.App("socks", client, mgr.getsockname())
+        for _ in range(3):
+            app.send(b'stat: {"1":1}\0')
+        got = []
+        mgr.settimeout(0.5)
+        deadline = time.monotonic() + T(INTERVAL + 3)
+        while time.monotonic() < deadline:
+            try:
+                got.append(mgr.recv(4096))
+            except socket.timeout:
+                continue
+            if got[-1].startswith(b"stat: {\"%d\"" % server.port):
+                break
+        app.close()
+    assert all(d.startswith(b"stat: {\"%d\"" % server.port) for d in got), got
+    assert got, "no stat datagram at all"
+    assert "manager or metrics address" in server.program.output()
+
+
 def test_bad_manager_address_is_refused(ss):
     rc, p = ss.run("ss-server", ["-s", "127.0.0.1", "-p", "8388", "-k", "x", "-m", METHOD,
                                  "--manager-address", "no-such-host.invalid:99"])

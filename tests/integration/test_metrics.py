@@ -175,3 +175,25 @@ def test_other_requests_are_refused(ss):
     for s in idle:
         s.close()
     assert _samples(mport)
+
+
+def test_metrics_are_no_target(ss, echo):
+    """A client cannot scrape the server's metrics through the relay, at
+    their address or at the unspecified one; each try counts as blocked."""
+    server, mport = _server(ss)
+    client = ss.local(server)
+    for host in (sslib.LOOPBACK4, "0.0.0.0"):
+        s, rep = sslib.socks5_open(client.addr, host, mport)
+        with s:
+            if rep == 0:
+                try:
+                    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                except OSError:
+                    pass
+                state, data = sslib.wait_closed(s, T(3))
+                assert data == b"", data
+    m = _samples(mport)
+    assert _v(m, "ss_refused_total", port=server.port, reason="blocked") == 2
+    # Other targets still go.
+    with sslib.socks5_connect(client.addr, *echo.addr) as s:
+        sslib.echo_check(s, b"still relays")

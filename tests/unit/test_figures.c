@@ -12,8 +12,10 @@
 
 #include <cmocka.h>
 
+#include "relay/doors.h"
 #include "relay/figures.h"
 #include "relay/report.h"
+#include "net/sock.h"
 #include "relayrig.h"
 
 typedef struct server_rig {
@@ -221,6 +223,62 @@ static void test_report_parse(void **state)
 	assert_int_equal(ss_report_parse("", &to, &len, err, sizeof(err)), -EINVAL);
 }
 
+static struct sockaddr_storage sa_of(const char *host, uint16_t port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char err[128];
+
+	assert_int_equal(
+	    ss_sock_resolve_startup(host, port, false, false, &ss, &len, err, sizeof(err)), 0);
+	return ss;
+}
+
+static bool door(const ss_doors_t *d, const char *host, uint16_t port)
+{
+	struct sockaddr_storage ss = sa_of(host, port);
+
+	return ss_doors_match(d, (struct sockaddr *)&ss);
+}
+
+/* The manager and the metrics endpoint are no targets: at their address,
+ * at the unspecified one, IPv4-mapped too; on a wildcard, at loopback. */
+static void test_doors(void **state)
+{
+	ss_config_t cfg = {.prog = SS_PROG_SERVER};
+	ss_doors_t d;
+	char err[256];
+	(void)state;
+
+	strcpy(cfg.manager_address, "127.0.0.1:6001");
+	strcpy(cfg.metrics, "0.0.0.0:9100");
+	assert_int_equal(ss_doors_init(&d, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(d.n, 2);
+	assert_true(door(&d, "127.0.0.1", 6001));
+	assert_true(door(&d, "::ffff:127.0.0.1", 6001));
+	assert_true(door(&d, "0.0.0.0", 6001));
+	assert_true(door(&d, "::", 6001));
+	assert_false(door(&d, "127.0.0.1", 6002));
+	assert_false(door(&d, "192.0.2.1", 6001));
+	assert_true(door(&d, "127.0.0.1", 9100));
+	assert_true(door(&d, "127.3.2.1", 9100));
+	assert_true(door(&d, "::1", 9100));
+	assert_false(door(&d, "192.0.2.1", 9100));
+	assert_false(door(&d, "127.0.0.1", 9101));
+	ss_doors_free(&d);
+
+	/* A Unix manager is no address a client can name; a client has none. */
+	strcpy(cfg.manager_address, "/run/ss-manager.sock");
+	cfg.metrics[0] = '\0';
+	assert_int_equal(ss_doors_init(&d, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(d.n, 0);
+	assert_false(door(&d, "127.0.0.1", 6001));
+	ss_doors_free(&d);
+	strcpy(cfg.metrics, "x:y");
+	assert_int_equal(ss_doors_init(&d, &cfg, err, sizeof(err)), -EINVAL);
+	ss_doors_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -230,6 +288,7 @@ int main(void)
 	    cmocka_unit_test(test_user_index),
 	    cmocka_unit_test(test_report_format),
 	    cmocka_unit_test(test_report_parse),
+	    cmocka_unit_test(test_doors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
