@@ -11,12 +11,15 @@ gathered from our datagrams, remove it (the process and the port go)."""
 
 import json
 import os
+import shutil
 import socket
+import tempfile
 import time
 
 import pytest
 
 import sslib
+import ssudp
 from sslib import T, wait_for
 
 METHOD = "aes-256-gcm"
@@ -91,7 +94,6 @@ def test_manager_is_no_target(ss, tmp_path):
     """A client's datagram to the manager's address through the relay never
     arrives (it could forge figures); only the server's own stat datagrams
     do, and the refusal is logged."""
-    import ssudp
     mgr = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     mgr.bind((sslib.LOOPBACK4, 0))
     with mgr:
@@ -129,9 +131,11 @@ def _ask(ctl, addr, text, timeout=None):
     return ctl.recv(65536)
 
 
-def test_libev_ss_manager_runs_our_server(ss, procs, echo, blob, tmp_path):
+@pytest.mark.parametrize("kind", ("udp", "unix"))
+def test_libev_ss_manager_runs_our_server(ss, procs, echo, blob, tmp_path, kind):
     """Debian's ss-manager adds a port served by our ss-server, gathers its
-    stat datagrams (ping) and removes it."""
+    stat datagrams (ping) and removes it; its control socket on UDP or a
+    Unix path, which it hands to our ss-server as --manager-address."""
     libev_mgr = os.path.join(sslib.LIBEV_BIN_DIR, "ss-manager")
     if not os.access(libev_mgr, os.X_OK):
         pytest.skip("shadowsocks-libev's ss-manager is not installed")
@@ -139,42 +143,57 @@ def test_libev_ss_manager_runs_our_server(ss, procs, echo, blob, tmp_path):
     # start: it gets one of its own.
     workdir = tmp_path / "manager"
     workdir.mkdir()
-    mport = sslib.free_port(kind=socket.SOCK_DGRAM)
     port = sslib.free_port()
-    maddr = (sslib.LOOPBACK4, mport)
-    procs.start(libev_mgr, ["--manager-address", "%s:%d" % maddr,
+    if kind == "udp":
+        maddr = (sslib.LOOPBACK4, sslib.free_port(kind=socket.SOCK_DGRAM))
+        where = "%s:%d" % maddr
+        ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    else:
+        # A short path: sun_path holds 108 bytes.
+        short = tempfile.mkdtemp(prefix="ssm")
+        maddr = where = os.path.join(short, "m.sock")
+        ctl = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        ctl.bind(os.path.join(short, "c.sock"))  # ss-manager answers the sender
+    procs.start(libev_mgr, ["--manager-address", where,
                             "--executable", os.path.join(ss.dirs["ours"], "ss-server"),
                             "-D", str(workdir), "-m", METHOD, "-s", sslib.LOOPBACK4, "-v"],
                 name="ss-manager")
-    ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    with ctl:
-        # It answers once it listens.
-        assert wait_for(lambda: _try_ping(ctl, maddr), T(5)), "ss-manager does not answer"
-        password = sslib.random_password()
-        assert _ask(ctl, maddr, json_cmd("add", {"server_port": port, "password": password})) \
-            == b"ok"
-        pidfile = workdir / (".shadowsocks_%d.pid" % port)
-        assert wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), T(5))
-        pid = int(pidfile.read_text())
-        assert sslib.alive(pid)
-        assert wait_for(lambda: _listening(port), T(5)), "our ss-server does not listen"
+    try:
+        with ctl:
+            _manage(ss, ctl, maddr, workdir, port, echo, blob)
+    finally:
+        if kind == "unix":
+            shutil.rmtree(short, ignore_errors=True)
 
-        server = sslib.Server(None, sslib.LOOPBACK4, port, METHOD, password, None)
-        client = ss.local(server)
-        n = 50000
-        conn = _echo_open(client, echo, n, blob)
-        # ss-manager keeps the last figure each stat datagram brought.
-        seen = wait_for(lambda: _pinged(ctl, maddr).get(port, 0) >= 2 * n, T(3 * INTERVAL),
-                        step=0.5)
-        figures = _pinged(ctl, maddr)
-        assert seen, figures
-        assert figures[port] == 2 * n + SLACK, figures
-        conn.close()
 
-        assert _ask(ctl, maddr, json_cmd("remove", {"server_port": port})) == b"ok"
-        assert wait_for(lambda: not sslib.alive(pid), T(5)), "ss-server still runs"
-        assert wait_for(lambda: not _listening(port), T(5)), "the port is still open"
-        assert port not in _pinged(ctl, maddr)
+def _manage(ss, ctl, maddr, workdir, port, echo, blob):
+    # It answers once it listens.
+    assert wait_for(lambda: _try_ping(ctl, maddr), T(5)), "ss-manager does not answer"
+    password = sslib.random_password()
+    assert _ask(ctl, maddr, json_cmd("add", {"server_port": port, "password": password})) \
+        == b"ok"
+    pidfile = workdir / (".shadowsocks_%d.pid" % port)
+    assert wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), T(5))
+    pid = int(pidfile.read_text())
+    assert sslib.alive(pid)
+    assert wait_for(lambda: _listening(port), T(5)), "our ss-server does not listen"
+
+    server = sslib.Server(None, sslib.LOOPBACK4, port, METHOD, password, None)
+    client = ss.local(server)
+    n = 50000
+    conn = _echo_open(client, echo, n, blob)
+    # ss-manager keeps the last figure each stat datagram brought.
+    seen = wait_for(lambda: _pinged(ctl, maddr).get(port, 0) >= 2 * n, T(3 * INTERVAL),
+                    step=0.5)
+    figures = _pinged(ctl, maddr)
+    assert seen, figures
+    assert figures[port] == 2 * n + SLACK, figures
+    conn.close()
+
+    assert _ask(ctl, maddr, json_cmd("remove", {"server_port": port})) == b"ok"
+    assert wait_for(lambda: not sslib.alive(pid), T(5)), "ss-server still runs"
+    assert wait_for(lambda: not _listening(port), T(5)), "the port is still open"
+    assert port not in _pinged(ctl, maddr)
 
 
 def json_cmd(verb, obj):
@@ -184,7 +203,7 @@ def json_cmd(verb, obj):
 def _try_ping(ctl, maddr):
     try:
         return _ask(ctl, maddr, "ping", timeout=0.2).startswith(b"stat: ")
-    except socket.timeout:
+    except OSError:  # not there yet (a Unix socket), or no answer yet
         return False
 
 
