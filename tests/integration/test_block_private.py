@@ -7,17 +7,21 @@ loopback). A refused connection closes without reaching the target and
 a refused datagram never arrives; the server logs one WARN line per
 client. Without the setting the same requests pass. Which addresses
 count as private is the unit test's (tests/unit/test_addr_private.c);
-every target here is on loopback."""
+the targets here are on loopback, but for the last test, which shows
+public addresses passing with the setting on, inside a network namespace
+of its own where documentation addresses stand in for public ones."""
 
-import socket
+import os
 
 import pytest
 
 import sslib
+import ssnetns
 import ssudp
 from sslib import T, wait_for
 
 NAME = "inside.test"  # the DNS responder answers 127.0.0.1
+PUB4, PUB6 = "198.51.100.7", "2001:db8::7"  # public by the classifier
 
 
 @pytest.fixture
@@ -118,3 +122,77 @@ def test_acl_cannot_let_it_through(ss, tmp_path, dns, echo):
         state, got = sslib.wait_closed(s, T(5))
     assert got == b"" and state != "open", state
     assert echo.accepted == 0
+
+
+@pytest.fixture
+def public_ns():
+    """A network namespace whose loopback interface also holds PUB4 and
+    PUB6: public-looking targets that reach nothing outside it."""
+    name = "ssbp-%d" % os.getpid()
+    try:
+        ssnetns.sh("ip", "netns", "add", name)
+    except (RuntimeError, OSError) as e:
+        pytest.fail("cannot create a network namespace (root and iproute2 are needed): %s" % e,
+                    pytrace=False)
+    try:
+        ssnetns.sh("ip", "-n", name, "link", "set", "lo", "up")
+        ssnetns.sh("ip", "-n", name, "addr", "add", PUB4 + "/32", "dev", "lo")
+        ssnetns.sh("ip", "-n", name, "-6", "addr", "add", PUB6 + "/128", "dev", "lo", "nodad")
+        yield name
+    finally:
+        ssnetns.sh("ip", "netns", "del", name, ok=False)
+
+
+class _Inside:
+    """Moves the calling thread into the namespace: the sockets, threads
+    and programs it makes there stay there."""
+
+    def __init__(self, name):
+        self.path = "/run/netns/" + name
+
+    def __enter__(self):
+        self.home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            ssnetns._setns(fd)
+        finally:
+            os.close(fd)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            ssnetns._setns(self.home)
+        finally:
+            os.close(self.home)
+
+
+def test_public_targets_pass(ss, tmp_path, public_ns):
+    """With --block-private, targets at public addresses (IPv4, IPv6, a
+    name that resolves to one) are reached over TCP and UDP, while
+    127.0.0.1 in the same namespace is still refused."""
+    with _Inside(public_ns):
+        echo4, echo6 = sslib.EchoServer(host=PUB4), sslib.EchoServer(host=PUB6)
+        near = sslib.EchoServer(host="127.0.0.1")
+        uecho = ssudp.UdpEcho(host=PUB4)
+        dns = sslib.DnsResponder(answers={"public.test": PUB4})
+        try:
+            srv = server(ss, tmp_path, dns, True, udp=True)
+            local = ss.local(srv, extra=["-u"])
+            for host, port in ((PUB4, echo4.port), (PUB6, echo6.port),
+                               ("public.test", echo4.port)):
+                with sslib.socks5_connect(local.addr, host, port) as s:
+                    sslib.small_exchange(s, 1000)
+            assert echo4.accepted == 2 and echo6.accepted == 1
+            with ssudp.Association(local.addr) as a:
+                assert a.exchange((PUB4, uecho.port), b"pub") == (
+                    sslib.ATYP_IPV4, PUB4, uecho.port, b"pub")
+                a.send("public.test", uecho.port, b"named", atyp=sslib.ATYP_DOMAIN)
+                assert a.recv() == (sslib.ATYP_IPV4, PUB4, uecho.port, b"named")
+            with sslib.socks5_connect(local.addr, "127.0.0.1", near.port) as s:
+                s.sendall(b"x")
+                state, got = sslib.wait_closed(s, T(5))
+            assert state != "open" and got == b"" and near.accepted == 0, state
+            assert "public.test" in dns.names
+        finally:
+            for x in (echo4, echo6, near, uecho, dns):
+                x.close()
