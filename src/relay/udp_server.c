@@ -24,14 +24,34 @@ static socklen_t server_salen(const struct sockaddr *sa)
 	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
+/* --block-private: a datagram to a target at (or named for) such an
+ * address is dropped, logged as a refusal of its client. */
+static void server_refuse_private(ss_udp_relay_t *u, ss_udp_assoc_t *a, const struct sockaddr *to,
+				  const char *kind)
+{
+	const struct sockaddr *client = (const struct sockaddr *)&a->peer;
+	char why[SS_ADDR_STRLEN + 64];
+	size_t n;
+
+	ss_sockaddr_format(to, why, sizeof(why));
+	n = strlen(why);
+	snprintf(why + n, sizeof(why) - n, ": %s address (--block-private)", kind);
+	ss_udp_refuse(u, client, client, "target refused", why);
+}
+
 static void server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *data, size_t len,
 			const struct sockaddr *to)
 {
 	struct sockaddr_in6 mapped;
+	const char *kind;
 
 	if (ss_instance_target_blocked(u->inst, NULL, to)) {
 		ss_udp_drop(u, (struct sockaddr *)&a->peer,
 			    "target in the ACL's outbound block list");
+		return;
+	}
+	if ((kind = ss_instance_target_private(u->inst, to))) {
+		server_refuse_private(u, a, to, kind);
 		return;
 	}
 	/* A dual-stack socket reaches IPv4 targets through mapped addresses. */
