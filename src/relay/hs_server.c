@@ -17,6 +17,7 @@
 static void server_accepted(ss_conn_t *c)
 {
 	c->action = "server";
+	ss_codec_peer(c->k, c->dir[SS_IN].codec, &c->peer.sa);
 }
 
 /* Reads what the client sent into the inbound buffer. true when there are
