@@ -404,15 +404,14 @@ static const char *au_udp_open_request(ss_codec_t *k, void *rst, uint8_t *wire, 
 	return NULL;
 }
 
-/* One client address, one user: another user's datagram from it is
- * refused while the association lasts. */
+/* An association answers the user its client's address last sent as:
+ * a new socket of another user may take a port an old one left, and the
+ * answers go where the datagrams come from. */
 static const char *au_udp_accept(ss_codec_t *k, void *rst, void *ast, ss_codec_dgram_t *dg,
 				 uint64_t now, ss_codec_pkt_t *p)
 {
-	const au_dgram_t *d = (const au_dgram_t *)dg->priv;
-
-	if (ast && ((au_assoc_t *)ast)->user && ((au_assoc_t *)ast)->user != d->user)
-		return "an association of another user from this address";
+	if (ast)
+		((au_assoc_t *)ast)->user = ((const au_dgram_t *)dg->priv)->user;
 	return ss_codec_udp_accept_opened(k, rst, ast, dg, now, p);
 }
 

@@ -201,3 +201,16 @@ def test_a_port_with_users_has_no_password_of_its_own(ss, tmp_path):
     rc, p = ss.run("ss-server", ["-c", str(path), "-s", sslib.LOOPBACK4, "-p", "1"])
     assert rc != 0
     assert "serves its users alone" in p.output()
+
+
+def test_one_address_two_users_udp(ss, tmp_path):
+    """A client address that sent as one user and then as another (a port
+    an old socket left): each datagram is answered with its own user's
+    key."""
+    users = _users(5)
+    server = _server(ss, tmp_path, users)
+    with ssudp.UdpEcho() as uecho, ssudp.udp_socket(timeout=T(5)) as u:
+        for user in (users[1], users[3], users[1]):
+            a = Aead(user[1], user[2])
+            u.sendto(a.packet(_address(*uecho.addr) + user[0].encode()), server.addr)
+            assert a.open_packet(u.recv(65536)).endswith(user[0].encode())
