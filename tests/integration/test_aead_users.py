@@ -214,3 +214,21 @@ def test_one_address_two_users_udp(ss, tmp_path):
             a = Aead(user[1], user[2])
             u.sendto(a.packet(_address(*uecho.addr) + user[0].encode()), server.addr)
             assert a.open_packet(u.recv(65536)).endswith(user[0].encode())
+
+
+def test_print_url_per_user(ss, tmp_path):
+    """One URL per user, with that user's method and password."""
+    import base64
+    users = _users(3)
+    path = tmp_path / "url.json"
+    path.write_text(json.dumps({"method": "aes-256-gcm", "server_port": 8388, "users": [
+        {"name": n, "password": pw, "method": m} for n, m, pw in users]}))
+    rc, p = ss.run("ss-server", ["-c", str(path), "-s", "127.0.0.1", "--print-url"])
+    assert rc == 0, p.output()
+    urls = [w for w in p.stdout().split() if w.startswith("ss://")]
+    assert len(urls) == 3, p.output()
+    for url, (name, method, pw) in zip(urls, users):
+        info = url[5:url.index("@")]
+        info += "=" * (-len(info) % 4)
+        assert base64.urlsafe_b64decode(info).decode() == "%s:%s" % (method, pw)
+        assert url.endswith("#" + name)
