@@ -133,16 +133,21 @@ def test_hundred_users_tcp_and_udp(ss, tmp_path, echo):
         assert "user %s: new session" % name in out, out[-3000:]
 
 
-def test_our_ss_local_per_method(ss, tmp_path, echo, blob):
-    """Our ss-local as the client of three users, one per method, with 1 MiB
-    each way."""
+@pytest.mark.parametrize("impl", ["ours", "libev"])
+def test_ss_local_per_method(ss, tmp_path, echo, blob, impl):
+    """Our ss-local, and shadowsocks-libev's, as the client of three users,
+    one per method, with 1 MiB each way."""
+    if impl == "libev" and not os.path.exists(ss.exe("ss-local", "libev")):
+        pytest.skip("shadowsocks-libev is not installed")
     users = _users(30)
     server = _server(ss, tmp_path, users)
     for user in users[-3:]:
-        local = ss.local(server, method=user[1], password=user[2])
+        local = ss.local(server, impl=impl, method=user[1], password=user[2])
         with sslib.socks5_connect(local.addr, *echo.addr, timeout=T(5)) as s:
             sslib.echo_check(s, blob(1 << 20), timeout=T(30))
-    assert "user %s: connect" % users[-1][0] in server.program.output()
+    out = server.program.output()
+    for user in users[-3:]:
+        assert "user %s: connect" % user[0] in out, out[-2000:]
 
 
 def test_stranger_is_drained(ss, tmp_path, echo):
