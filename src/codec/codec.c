@@ -44,6 +44,9 @@ static int codec_setup_server(ss_codec_t *k, const ss_config_t *cfg, bool server
 	int rc;
 
 	ss_codec_priv(k)->server = server;
+	/* A SIP004 port with users tells them apart by their keys. */
+	if (server && cfg->n_users && k->ops == &ss_codec_aead)
+		k->ops = &ss_codec_aead_users;
 	if (server && k->ops->server_setup &&
 	    (rc = k->ops->server_setup(k, cfg, err, errlen)) < 0) {
 		ss_codec_free(k);
@@ -94,6 +97,8 @@ void ss_codec_free(ss_codec_t *k)
 	ss_saltpool_free(&kp->own[1]);
 	kp->pool = kp->udp_pool = NULL;
 	ss_2022_users_free(&kp->users);
+	ss_codec_aead_users_free(kp->aeadu);
+	kp->aeadu = NULL;
 }
 
 bool ss_codec_same_states(const ss_codec_t *a, const ss_codec_t *b)

@@ -157,6 +157,9 @@ typedef struct ss_codec_ops {
 	/* A new connection (optional): enc seals what this side sends, dec
 	 * opens what it receives. */
 	void (*start)(ss_codec_t *k, void *enc, void *dec);
+	/* A server's new connection, right after start: the client's address
+	 * (optional). */
+	void (*peer)(ss_codec_t *k, void *dec, const struct sockaddr *from);
 	/* The request has gone (a client's encoder, req) or arrived (a
 	 * server's decoder): the opposite direction is bound to it (optional).
 	 * 0 or -errno. */
@@ -321,6 +324,12 @@ static inline void ss_codec_start(ss_codec_t *k, void *enc, void *dec)
 {
 	if (k->ops->start)
 		k->ops->start(k, enc, dec);
+}
+
+static inline void ss_codec_peer(ss_codec_t *k, void *dec, const struct sockaddr *from)
+{
+	if (k->ops->peer)
+		k->ops->peer(k, dec, from);
 }
 
 static inline int ss_codec_bind(ss_codec_t *k, const void *req, void *other)

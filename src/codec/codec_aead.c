@@ -26,7 +26,7 @@ SS_CODEC_LAYOUT_FITS("SIP004", AEAD_FIRST, AEAD_SLOT, AEAD_STRIDE, AEAD_SLOTS);
 _Static_assert(SS_AEAD_TAG_LEN <= SS_CODEC_UDP_TAIL_MAX, "SS_CODEC_UDP_TAIL_MAX");
 
 /* A datagram is [salt][sealed address + payload][tag]. */
-static void aead_describe(ss_codec_t *k)
+void ss_codec_aead_describe(ss_codec_t *k)
 {
 	k->layout = (ss_codec_layout_t){AEAD_FIRST, AEAD_STRIDE, AEAD_SLOT, AEAD_SLOTS};
 	k->udp_rx_lead = ss_codec_priv(k)->method->salt_len;
@@ -79,19 +79,15 @@ static void aead_start(ss_codec_t *k, void *enc, void *dec)
 
 /* The chunks run back to back from slot 0's, after the salt on the first
  * call: one piece of output. */
-static int aead_seal(ss_codec_t *k, void *enc, uint8_t *buf, size_t total, uint64_t now,
-		     const ss_addr_t *req_target, struct iovec *iov, size_t *niov)
+int ss_codec_aead_seal_stream(const ss_codec_t *k, ss_aead_stream_t *s, const uint8_t *key,
+			      uint8_t *buf, size_t total, struct iovec *iov, size_t *niov)
 {
-	const ss_codec_priv_t *kp = ss_codec_priv(k);
 	const ss_codec_layout_t *l = &k->layout;
-	ss_aead_stream_t *s = enc;
 	uint8_t *start = buf + l->first - SS_AEAD_CHUNK_HDR, *end = start;
-	(void)now;
-	(void)req_target;
 
 	if (!s->have_salt) {
-		start -= kp->method->salt_len;
-		if (ss_aead_enc_start(s, kp->key, start) < 0)
+		start -= s->method->salt_len;
+		if (ss_aead_enc_start(s, key, start) < 0)
 			return SS_ERR;
 	}
 	for (size_t i = 0; total; i++) {
@@ -106,6 +102,14 @@ static int aead_seal(ss_codec_t *k, void *enc, uint8_t *buf, size_t total, uint6
 	iov[0] = (struct iovec){start, (size_t)(end - start)};
 	*niov = end > start ? 1 : 0;
 	return SS_OK;
+}
+
+static int aead_seal(ss_codec_t *k, void *enc, uint8_t *buf, size_t total, uint64_t now,
+		     const ss_addr_t *req_target, struct iovec *iov, size_t *niov)
+{
+	(void)now;
+	(void)req_target;
+	return ss_codec_aead_seal_stream(k, enc, ss_codec_priv(k)->key, buf, total, iov, niov);
 }
 
 static int aead_decode(ss_codec_t *k, void *dec, uint8_t *buf, size_t len, uint64_t now,
@@ -201,7 +205,7 @@ static const char *aead_udp_open_request(ss_codec_t *k, void *rst, uint8_t *wire
 const ss_codec_ops_t ss_codec_aead = {
     .name = "SIP004 AEAD",
     .state_size = sizeof(ss_aead_stream_t),
-    .describe = aead_describe,
+    .describe = ss_codec_aead_describe,
     .server_setup = aead_server_setup,
     .init = aead_init,
     .reset = aead_reset,

@@ -28,7 +28,8 @@ typedef struct ss_codec_priv {
 	/* Another server codec whose replay pools this one uses (workers after
 	 * the first use the first's): a salt is refused whichever sees it. */
 	const struct ss_codec *share;
-	ss_2022_users_t users; /* SIP022 server with "users" */
+	ss_2022_users_t users;       /* SIP022 server with "users" */
+	struct ss_aead_users *aeadu; /* SIP004 server with "users" */
 } ss_codec_priv_t;
 
 _Static_assert(sizeof(ss_codec_priv_t) <= SS_CODEC_PRIV_SIZE, "grow SS_CODEC_PRIV_SIZE");
@@ -74,8 +75,18 @@ ss_codec_pkt_t *ss_codec_dgram_by_source(ss_codec_dgram_t *d, const struct socka
 const char *ss_codec_udp_accept_opened(ss_codec_t *k, void *rst, void *ast, ss_codec_dgram_t *d,
 				       uint64_t now, ss_codec_pkt_t *p);
 
-extern const ss_codec_ops_t ss_codec_aead; /* SIP004 */
-extern const ss_codec_ops_t ss_codec_2022; /* SIP022, SIP023 */
-extern const ss_codec_ops_t ss_codec_none; /* no encryption */
+/* SIP004's layout and datagram room (ops->describe)... */
+void ss_codec_aead_describe(ss_codec_t *k);
+/* ...and its seal, of stream s (its method's) with key. */
+int ss_codec_aead_seal_stream(const ss_codec_t *k, struct ss_aead_stream *s, const uint8_t *key,
+			      uint8_t *buf, size_t total, struct iovec *iov, size_t *niov);
+/* What a SIP004 server with users set up (codec_aead_users.c). Safe on
+ * NULL. */
+void ss_codec_aead_users_free(struct ss_aead_users *u);
+
+extern const ss_codec_ops_t ss_codec_aead;       /* SIP004 */
+extern const ss_codec_ops_t ss_codec_aead_users; /* SIP004, several users on one port */
+extern const ss_codec_ops_t ss_codec_2022;       /* SIP022, SIP023 */
+extern const ss_codec_ops_t ss_codec_none;       /* no encryption */
 
 #endif

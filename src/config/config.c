@@ -369,31 +369,29 @@ int ss_cfg_derive_key(ss_prog_t prog, const ss_method_t *m, const char *password
 	return 0;
 }
 
-/* The users' PSKs can only be read once the method is known. */
-static int finish_users(ss_config_t *cfg, char *err, size_t errlen)
+/* A 2022 port's users: one PSK each, behind the server's identity PSK. */
+static int finish_users_2022(ss_config_t *cfg, char *err, size_t errlen)
 {
 	const ss_method_t *m = cfg->method;
 	ss_psk_list_t one;
 	char why[256];
 	int rc = 0;
 
-	if (cfg->n_users == 0)
-		return 0;
-	if (m->kind != SS_METHOD_2022)
-		return ss_cfg_err(err, errlen,
-				  "\"users\" needs a 2022 method (2022-blake3-aes-128-gcm or "
-				  "2022-blake3-aes-256-gcm), not %s",
-				  m->name);
 	if (!ss_method_has_identity(m))
 		return ss_cfg_err(err, errlen,
 				  "\"users\": %s has no identity headers, so it serves one PSK "
 				  "only; use 2022-blake3-aes-128-gcm or 2022-blake3-aes-256-gcm",
 				  m->name);
-
 	for (size_t i = 0; i < cfg->n_users && rc == 0; i++) {
 		ss_config_user_t *u = &cfg->users[i];
 
-		if (ss_psk_parse(m, u->psk_b64, &one, why, sizeof(why)) != 0)
+		if (u->method || u->key_b64[0] || !u->password[0])
+			rc = ss_cfg_err(err, errlen,
+					"\"users\"[%zu] (\"%s\"): a 2022 user has its PSK in "
+					"\"password\" alone (no \"key\", no \"method\": the port's "
+					"method serves every user)",
+					i, u->name);
+		else if (ss_psk_parse(m, u->password, &one, why, sizeof(why)) != 0)
 			rc =
 			    ss_cfg_err(err, errlen, "\"users\"[%zu] (\"%s\"): %s", i, u->name, why);
 		else if (one.n != 1)
@@ -403,7 +401,9 @@ static int finish_users(ss_config_t *cfg, char *err, size_t errlen)
 		else
 			memcpy(u->key, one.keys[0], m->key_len);
 		ss_wipe(&one, sizeof(one));
-		ss_wipe(u->psk_b64, sizeof(u->psk_b64));
+		ss_wipe(u->password, sizeof(u->password));
+		ss_wipe(u->key_b64, sizeof(u->key_b64));
+		u->method = m;
 		/* The server tells users apart by their PSK's hash alone. */
 		for (size_t j = 0; j < i && rc == 0; j++)
 			if (memcmp(cfg->users[j].key, u->key, m->key_len) == 0)
@@ -414,6 +414,90 @@ static int finish_users(ss_config_t *cfg, char *err, size_t errlen)
 				    i, u->name, j, cfg->users[j].name);
 	}
 	return rc;
+}
+
+/* One SIP004 user's method and key: its own method or the port's, its
+ * "key" in base64 or its password through EVP_BytesToKey. */
+static int finish_user_aead(ss_config_t *cfg, size_t i, char *err, size_t errlen)
+{
+	ss_config_user_t *u = &cfg->users[i];
+	const ss_method_t *m = u->method ? u->method : cfg->method;
+	int rc;
+
+	if (m->kind != SS_METHOD_AEAD)
+		return ss_cfg_err(err, errlen,
+				  "\"users\"[%zu] (\"%s\"): \"method\" %s is not a SIP004 AEAD "
+				  "method; the users of a %s port take aes-128-gcm, aes-192-gcm, "
+				  "aes-256-gcm, chacha20-ietf-poly1305 or xchacha20-ietf-poly1305",
+				  i, u->name, m->name, cfg->method->name);
+	u->method = m;
+	if (u->key_b64[0] && u->password[0])
+		return ss_cfg_err(err, errlen,
+				  "\"users\"[%zu] (\"%s\"): give \"password\" or \"key\", not both",
+				  i, u->name);
+	if (!u->key_b64[0]) {
+		ss_key_from_password(m, u->password, u->key);
+		return 0;
+	}
+	rc = ss_key_from_base64(m, u->key_b64, u->key);
+	ss_wipe(u->key_b64, sizeof(u->key_b64));
+	if (rc != 0)
+		return ss_cfg_err(err, errlen,
+				  "\"users\"[%zu] (\"%s\"): invalid \"key\": %s needs the base64 "
+				  "of exactly %u bytes",
+				  i, u->name, m->name, m->key_len);
+	return 0;
+}
+
+/* A SIP004 port's users: each its own key, and maybe method. Two users
+ * whose keys open the same streams could not be told apart. */
+static int finish_users_aead(ss_config_t *cfg, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < cfg->n_users; i++) {
+		const ss_config_user_t *u = &cfg->users[i];
+
+		if (finish_user_aead(cfg, i, err, errlen) != 0)
+			return -EINVAL;
+		for (size_t j = 0; j < i; j++) {
+			const ss_config_user_t *o = &cfg->users[j];
+
+			if (o->method->alg == u->method->alg &&
+			    o->method->key_len == u->method->key_len &&
+			    memcmp(o->key, u->key, u->method->key_len) == 0)
+				return ss_cfg_err(
+				    err, errlen,
+				    "\"users\"[%zu] (\"%s\"): same method and key as "
+				    "\"users\"[%zu] (\"%s\"); each user needs its own",
+				    i, u->name, j, o->name);
+		}
+	}
+	return 0;
+}
+
+/* The users' keys can only be read once the method is known. */
+static int finish_users(ss_config_t *cfg, char *err, size_t errlen)
+{
+	const ss_method_t *m = cfg->method;
+
+	if (cfg->n_users == 0)
+		return 0;
+	if (m->kind == SS_METHOD_2022)
+		return finish_users_2022(cfg, err, errlen);
+	if (m->kind == SS_METHOD_AEAD)
+		return finish_users_aead(cfg, err, errlen);
+	return ss_cfg_err(err, errlen,
+			  "\"users\" needs a SIP004 AEAD method (aes-256-gcm, "
+			  "chacha20-ietf-poly1305, ...) or a 2022 one with identity headers "
+			  "(2022-blake3-aes-128-gcm or 2022-blake3-aes-256-gcm), not %s",
+			  m->name);
+}
+
+/* ss-server: a SIP004 port with users serves them alone (as an
+ * outline-ss-server port serves its access keys): it has no password of
+ * its own, and one given besides them is refused rather than ignored. */
+static bool aead_users_only(const ss_config_t *cfg)
+{
+	return cfg->prog == SS_PROG_SERVER && cfg->n_users && cfg->method->kind == SS_METHOD_AEAD;
 }
 
 /* What goes through a plugin: what plugin_mode names of what the program
@@ -489,7 +573,13 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 
 	/* A client's servers take the password each (finish_servers says which
 	 * lacks one); one given at the top must still be good. */
-	if ((!client || cfg->password[0] || cfg->key_b64[0]) &&
+	if (aead_users_only(cfg) && (cfg->password[0] || cfg->key_b64[0]))
+		return ss_cfg_err(err, errlen,
+				  "with \"users\", a %s port serves its users alone: remove the "
+				  "top-level password or key (-k, --key, \"password\", \"key\") or "
+				  "make it a user",
+				  cfg->method->name);
+	if ((!client || cfg->password[0] || cfg->key_b64[0]) && !aead_users_only(cfg) &&
 	    ss_cfg_derive_key(cfg->prog, cfg->method, cfg->password, cfg->key_b64, cfg->key,
 			      &cfg->psks, &cfg->key_ignored, err, errlen) != 0)
 		return -EINVAL;

@@ -80,14 +80,25 @@ typedef struct ss_config_server {
 	char key_b64[512];
 } ss_config_server_t;
 
-/* One SIP023 user of ss-server ("users" in the JSON file). */
+/* One user of ss-server ("users" in the JSON file): a SIP023 user of a 2022
+ * AES method, or a SIP004 user of an AEAD method (several keys on one port,
+ * told apart by which opens a connection's first chunk). */
 #define SS_USER_NAME_MAX 64
+#define SS_USER_PASSWORD_MAX 256
 typedef struct ss_config_user {
 	char name[SS_USER_NAME_MAX]; /* non-empty, unique among the users */
-	uint8_t key[SS_MAX_KEY_LEN]; /* the user PSK (uPSK), method->key_len bytes */
-	/* Parser bookkeeping: the base64 text until the method is known;
-	 * wiped once decoded into key. */
-	char psk_b64[64];
+	/* 2022: the user PSK (uPSK); SIP004: the user's key (from "key", or
+	 * its password as EVP_BytesToKey); method->key_len bytes. */
+	uint8_t key[SS_MAX_KEY_LEN];
+	/* The user's method: SIP004 users may each have one of their own
+	 * ("method", any AEAD method); set to the port's once it is known. */
+	const ss_method_t *method;
+	/* "password": the 2022 PSK in base64 (wiped once decoded into key),
+	 * or a SIP004 user's password text (kept, as the top-level password
+	 * is, for --print-url). */
+	char password[SS_USER_PASSWORD_MAX];
+	/* "key": a SIP004 user's key in base64 until decoded, then wiped. */
+	char key_b64[64];
 } ss_config_user_t;
 
 struct ss_config {
@@ -119,9 +130,10 @@ struct ss_config {
 	ss_psk_list_t psks;
 	/* Method none: a password or key was given and is not used. */
 	bool key_ignored;
-	/* "users" (ss-server, 2022 AES methods only): the users' PSKs, each
-	 * behind the server's identity PSK. An array of n_users allocated by
-	 * the parser and freed by ss_config_clear; NULL when there are none. */
+	/* "users" (ss-server): a 2022 AES method's users' PSKs, each behind
+	 * the server's identity PSK; or a SIP004 port's users, each with its
+	 * own key (and maybe method), the port then having no key of its own. An array of n_users
+	 * allocated by the parser and freed by ss_config_clear; NULL when there are none. */
 	ss_config_user_t *users;
 	size_t n_users;
 

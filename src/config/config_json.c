@@ -253,12 +253,58 @@ int ss_cfg_set_servers(ss_config_t *cfg, const ss_cfg_value_t *val, char *err, s
 	return 0;
 }
 
-/* One "users" entry: {"name": "...", "password": "<uPSK base64>"}. The PSK
- * is read in finish(), once the method is known. */
+/* A "users" entry's secrets: "password" (a 2022 PSK in base64, or a SIP004
+ * password), "key" (SIP004 only, base64), read in finish() once the method
+ * is known. Never echoed into a message. */
+static int user_secrets(ss_config_user_t *u, size_t i, const cJSON *v, char *err, size_t errlen)
+{
+	const cJSON *pw = cJSON_GetObjectItemCaseSensitive(v, "password");
+	const cJSON *key = cJSON_GetObjectItemCaseSensitive(v, "key");
+	bool has_pw = cJSON_IsString(pw) && pw->valuestring[0];
+	bool has_key = cJSON_IsString(key) && key->valuestring[0];
+
+	if ((pw && !has_pw) || (key && !has_key) || (!has_pw && !has_key))
+		return ss_cfg_err(err, errlen,
+				  "\"users\"[%zu] (\"%s\"): \"password\" must be the user's PSK "
+				  "in base64 (2022 methods) or its password (SIP004 methods, which "
+				  "also take \"key\" in base64 instead)",
+				  i, u->name);
+	if (has_pw && ss_cfg_copy(u->password, sizeof(u->password), pw->valuestring) != 0)
+		return ss_cfg_err(
+		    err, errlen,
+		    "\"users\"[%zu] (\"%s\"): \"password\" is too long (max %zu bytes)", i, u->name,
+		    sizeof(u->password) - 1);
+	if (has_key && ss_cfg_copy(u->key_b64, sizeof(u->key_b64), key->valuestring) != 0)
+		return ss_cfg_err(err, errlen, "\"users\"[%zu] (\"%s\"): \"key\" is too long", i,
+				  u->name);
+	return 0;
+}
+
+/* A "users" entry's own "method" (SIP004 users), checked in finish(). */
+static int user_method(ss_config_user_t *u, size_t i, const cJSON *v, char *err, size_t errlen)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(v, "method");
+	char why[512], shown[96];
+
+	if (m == NULL)
+		return 0;
+	if (!cJSON_IsString(m))
+		return ss_cfg_err(
+		    err, errlen,
+		    "\"users\"[%zu] (\"%s\"): \"method\" must be a method's name, not "
+		    "%s",
+		    i, u->name, ss_cfg_show_json(m, shown, sizeof(shown)));
+	if (ss_method_lookup(m->valuestring, &u->method, why, sizeof(why)) != 0)
+		return ss_cfg_err(err, errlen, "\"users\"[%zu] (\"%s\"): %s", i, u->name, why);
+	return 0;
+}
+
+/* One "users" entry: {"name": "...", "password": "...", and for SIP004
+ * optionally "key" and "method"}. */
 static int user_of(ss_config_t *cfg, size_t i, const cJSON *v, char *err, size_t errlen)
 {
 	ss_config_user_t *u = &cfg->users[i];
-	const cJSON *name, *psk;
+	const cJSON *name;
 	char shown[96];
 
 	if (!cJSON_IsObject(v))
@@ -267,7 +313,6 @@ static int user_of(ss_config_t *cfg, size_t i, const cJSON *v, char *err, size_t
 				  "\"password\", not %s",
 				  i, ss_cfg_show_json(v, shown, sizeof(shown)));
 	name = cJSON_GetObjectItemCaseSensitive(v, "name");
-	psk = cJSON_GetObjectItemCaseSensitive(v, "password");
 	if (!cJSON_IsString(name) || name->valuestring[0] == '\0')
 		return ss_cfg_err(
 		    err, errlen, "\"users\"[%zu]: \"name\" must be a non-empty string, not %s", i,
@@ -282,16 +327,8 @@ static int user_of(ss_config_t *cfg, size_t i, const cJSON *v, char *err, size_t
 					  "\"users\"[%zu]: name \"%s\" is already used by "
 					  "\"users\"[%zu]",
 					  i, u->name, j);
-	/* Never echo a secret into a message. */
-	if (!cJSON_IsString(psk) || psk->valuestring[0] == '\0')
-		return ss_cfg_err(err, errlen,
-				  "\"users\"[%zu] (\"%s\"): \"password\" must be the user's PSK "
-				  "in base64",
-				  i, u->name);
-	if (ss_cfg_copy(u->psk_b64, sizeof(u->psk_b64), psk->valuestring) != 0)
-		return ss_cfg_err(err, errlen,
-				  "\"users\"[%zu] (\"%s\"): \"password\" is too long for a PSK", i,
-				  u->name);
+	if (user_secrets(u, i, v, err, errlen) != 0 || user_method(u, i, v, err, errlen) != 0)
+		return -EINVAL;
 	return 0;
 }
 

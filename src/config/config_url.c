@@ -52,11 +52,17 @@ static int url_secret(const ss_config_t *cfg, const ss_config_user_t *user, char
 		}
 		return 0;
 	}
-	if (!cfg->password[0])
+	if (user && !user->password[0])
+		return ss_cfg_err(
+		    err, errlen,
+		    "--print-url: a URL carries the password, and the user \"%s\" has "
+		    "a key (\"key\"); give its \"password\" instead",
+		    user->name);
+	if (!user && !cfg->password[0])
 		return ss_cfg_err(err, errlen,
 				  "--print-url: a URL carries the password, and this server has a "
 				  "key (--key/\"key\"); give its password (-k) instead");
-	snprintf(out, cap, "%s", cfg->password);
+	snprintf(out, cap, "%s", user ? user->password : cfg->password);
 	return 0;
 }
 
@@ -142,7 +148,8 @@ int ss_config_share_urls(const ss_config_t *cfg, ss_share_fn fn, void *arg, char
 			const ss_config_user_t *user = cfg->n_users ? &cfg->users[k] : NULL;
 
 			memset(&u, 0, sizeof(u));
-			snprintf(u.method, sizeof(u.method), "%s", cfg->method->name);
+			snprintf(u.method, sizeof(u.method), "%s",
+				 (user ? user->method : cfg->method)->name);
 			snprintf(u.host, sizeof(u.host), "%s", wild ? SS_URL_PLACEHOLDER : e->host);
 			u.port = e->port ? e->port : cfg->server_port;
 			if (cfg->plugin[0])

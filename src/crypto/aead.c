@@ -119,6 +119,32 @@ void ss_aead_dec_start_server(ss_aead_stream_t *s, const uint8_t *key, ss_saltpo
 	s->pool = pool;
 }
 
+int ss_aead_dec_try(ss_aead_stream_t *s, const uint8_t *key, const uint8_t *buf,
+		    ss_saltpool_t *pool)
+{
+	const ss_method_t *m = s->method;
+	uint8_t block[SS_AEAD_CHUNK_HDR];
+	int rc;
+
+	ss_aead_dec_start_server(s, key, pool);
+	ss_wipe(s->key, sizeof(s->key));
+	rc = load_subkey(m, s->be, &s->aead, key, buf);
+	if (rc < 0)
+		return rc;
+	/* Opening in place would spoil the bytes for the next key. */
+	memcpy(block, buf + m->salt_len, sizeof(block));
+	rc = s->be->aead_open(&s->aead, s->nonce, block, block, sizeof(block));
+	ss_wipe(block, sizeof(block));
+	/* A failed try leaves a subkey of no use in s (the next try, or the
+	 * stream's reset, replaces it): wiping it here would cost a key
+	 * schedule per user tried. */
+	if (rc < 0)
+		return -EBADMSG;
+	memcpy(s->salt, buf, m->salt_len);
+	s->have_salt = true;
+	return 0;
+}
+
 int ss_aead_dec(ss_aead_stream_t *s, uint8_t *buf, size_t len, size_t *consumed, ss_span_t *spans,
 		size_t max_spans, size_t *nspans)
 {
@@ -217,6 +243,22 @@ long ss_aead_seal_packet(const ss_method_t *m, const ss_crypto_backend_t *be, ss
 	if (rc == 0)
 		rc = be->aead_seal(a, zero_nonce, out + m->salt_len, in, len);
 	return rc < 0 ? rc : (long)total;
+}
+
+long ss_aead_open_packet_to(const ss_method_t *m, const ss_crypto_backend_t *be, ss_aead_t *a,
+			    const uint8_t *key, const uint8_t *buf, size_t len, uint8_t *out)
+{
+	static const uint8_t zero_nonce[SS_AEAD_MAX_NONCE_LEN];
+	int rc;
+
+	if (a->alg != m->alg || len < (size_t)m->salt_len + SS_AEAD_TAG_LEN)
+		return -EINVAL;
+	rc = load_subkey(m, be, a, key, buf);
+	if (rc == 0)
+		rc = be->aead_open(a, zero_nonce, out, buf + m->salt_len, len - m->salt_len);
+	if (rc < 0)
+		return rc;
+	return (long)(len - m->salt_len - SS_AEAD_TAG_LEN);
 }
 
 long ss_aead_open_packet(const ss_method_t *m, const ss_crypto_backend_t *be, ss_aead_t *a,

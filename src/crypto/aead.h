@@ -75,6 +75,15 @@ void ss_aead_dec_start(ss_aead_stream_t *s, const uint8_t *key);
  * take a place in it, and records it there; a salt seen before kills the
  * stream (s->replayed) before any plaintext is delivered. */
 void ss_aead_dec_start_server(ss_aead_stream_t *s, const uint8_t *key, ss_saltpool_t *pool);
+/* A server with several keys (SIP004 users) tells which one a client's
+ * stream is sealed with by its first length block: buf holds the stream's
+ * first s->method->salt_len + SS_AEAD_CHUNK_HDR bytes, [salt][length+tag],
+ * and is left as it is. Derives the subkey of key and the salt into s and
+ * opens a copy of the block. 0: key opens it, and s is a server's decoder
+ * (ss_aead_dec_start_server with pool) that has taken the salt: decode
+ * the stream from buf + salt_len on. -EBADMSG: key does not open it, or -errno. */
+int ss_aead_dec_try(ss_aead_stream_t *s, const uint8_t *key, const uint8_t *buf,
+		    ss_saltpool_t *pool);
 /* Decodes, in place, as much of buf[0..len) as forms whole units (the salt,
  * a length block, a payload block). Plaintext pieces are reported in spans
  * (pointing into buf) up to max_spans; *consumed is how many leading bytes of
@@ -106,5 +115,11 @@ long ss_aead_seal_packet(const ss_method_t *m, const ss_crypto_backend_t *be, ss
 			 size_t cap);
 long ss_aead_open_packet(const ss_method_t *m, const ss_crypto_backend_t *be, ss_aead_t *a,
 			 const uint8_t *key, uint8_t *buf, size_t len, uint8_t **plain);
+/* As ss_aead_open_packet, but the plaintext goes to out (len - salt_len -
+ * 16 bytes, not overlapping buf) and buf is left as it is: a server tries
+ * one datagram with several keys. Returns the plaintext length, -EINVAL or
+ * -EBADMSG. */
+long ss_aead_open_packet_to(const ss_method_t *m, const ss_crypto_backend_t *be, ss_aead_t *a,
+			    const uint8_t *key, const uint8_t *buf, size_t len, uint8_t *out);
 
 #endif

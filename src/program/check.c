@@ -176,6 +176,11 @@ static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *
 				check_modes[cfg->plugin_mode],
 				cfg->plugin_opts[0] ? ", options " : "", cfg->plugin_opts);
 		}
+		fprintf(out, "targets: %s\n",
+			cfg->block_private
+			    ? "loopback, private, link-local and other special-purpose "
+			      "addresses refused (block_private)"
+			    : "any address, private ones included (block_private off)");
 	} else {
 		if (check_listen(cfg, cfg->local_addr, cfg->local_port, out, err, errlen) < 0)
 			return -EINVAL;

@@ -164,6 +164,78 @@ void ss_sockaddr_unmap(struct sockaddr_storage *ss, socklen_t *len)
 	*len = sizeof(in);
 }
 
+/* The IPv4 blocks --block-private refuses, in address order. */
+static const struct {
+	uint32_t net;
+	uint8_t bits;
+	const char *kind;
+} addr_private4[] = {
+    {0x00000000, 8, "this network"},          /* 0.0.0.0/8, RFC 791 */
+    {0x0a000000, 8, "private"},               /* 10.0.0.0/8, RFC 1918 */
+    {0x64400000, 10, "shared (CGNAT)"},       /* 100.64.0.0/10, RFC 6598 */
+    {0x7f000000, 8, "loopback"},              /* 127.0.0.0/8 */
+    {0xa9fe0000, 16, "link-local"},           /* 169.254.0.0/16, RFC 3927 */
+    {0xac100000, 12, "private"},              /* 172.16.0.0/12 */
+    {0xc0000000, 24, "IETF protocol"},        /* 192.0.0.0/24, RFC 6890 */
+    {0xc0a80000, 16, "private"},              /* 192.168.0.0/16 */
+    {0xc6120000, 15, "benchmarking"},         /* 198.18.0.0/15, RFC 2544 */
+    {0xe0000000, 4, "multicast"},             /* 224.0.0.0/4 */
+    {0xf0000000, 4, "reserved or broadcast"}, /* 240.0.0.0/4, RFC 1112 */
+};
+
+const char *ss_ip4_private_kind(const uint8_t ip4[static 4])
+{
+	uint32_t a =
+	    (uint32_t)ip4[0] << 24 | (uint32_t)ip4[1] << 16 | (uint32_t)ip4[2] << 8 | ip4[3];
+
+	for (size_t i = 0; i < sizeof(addr_private4) / sizeof(addr_private4[0]); i++) {
+		uint32_t mask = ~(uint32_t)0 << (32 - addr_private4[i].bits);
+		if ((a & mask) == addr_private4[i].net)
+			return addr_private4[i].kind;
+	}
+	return NULL;
+}
+
+/* 64:ff9b::/96 (RFC 6052): a NAT64 gateway turns it into the IPv4
+ * address of its last 4 bytes, private ones included. */
+static const uint8_t addr_nat64_prefix[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+
+const char *ss_ip6_private_kind(const uint8_t ip6[static 16])
+{
+	static const uint8_t zero[12];
+
+	if (ss_ip6_is_v4mapped(ip6) ||
+	    memcmp(ip6, addr_nat64_prefix, sizeof(addr_nat64_prefix)) == 0)
+		return ss_ip4_private_kind(ip6 + 12);
+	if (memcmp(ip6, zero, sizeof(zero)) == 0) {
+		/* ::/96: ::, ::1 and the deprecated IPv4-compatible form */
+		if (ip6[12] == 0 && ip6[13] == 0 && ip6[14] == 0 && ip6[15] <= 1)
+			return ip6[15] ? "loopback" : "unspecified";
+		return "IPv4-compatible (deprecated)";
+	}
+	if ((ip6[0] & 0xfe) == 0xfc)
+		return "unique local"; /* fc00::/7, RFC 4193 */
+	if (ip6[0] == 0xfe && (ip6[1] & 0xc0) == 0x80)
+		return "link-local"; /* fe80::/10 */
+	if (ip6[0] == 0xfe && (ip6[1] & 0xc0) == 0xc0)
+		return "site-local (deprecated)"; /* fec0::/10, RFC 3879 */
+	if (ip6[0] == 0xff)
+		return "multicast"; /* ff00::/8 */
+	if (memcmp(ip6, addr_nat64_prefix, 4) == 0 && ip6[4] == 0 && ip6[5] == 1)
+		return "local-use NAT64"; /* 64:ff9b:1::/48, RFC 8215 */
+	return NULL;
+}
+
+const char *ss_sockaddr_private_kind(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ss_ip4_private_kind(
+		    (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+	if (sa->sa_family == AF_INET6)
+		return ss_ip6_private_kind(((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr);
+	return "not an IP";
+}
+
 int ss_addr_from_sockaddr(ss_addr_t *a, const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET) {

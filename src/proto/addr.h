@@ -70,6 +70,28 @@ void ss_ip6_map_v4(uint8_t ip6[static 16], const void *ip4);
  * same port (the rest of ss zeroed, *len updated); any other is left as it
  * is. */
 void ss_sockaddr_unmap(struct sockaddr_storage *ss, socklen_t *len);
+/* --block-private: what kind of address a server must not connect to, or
+ * NULL for a public one. IPv4: this network (0/8), private (10/8,
+ * 172.16/12, 192.168/16), shared/CGNAT (100.64/10), loopback (127/8),
+ * link-local (169.254/16), IETF protocol assignments (192.0.0/24),
+ * benchmarking (198.18/15), multicast (224/4), reserved and broadcast
+ * (240/4). IPv6: unspecified, loopback and the deprecated IPv4-compatible
+ * form (::/96), unique local (fc00::/7), site-local (fec0::/10, deprecated),
+ * link-local (fe80::/10), multicast (ff00::/8), local-use NAT64
+ * (64:ff9b:1::/48); an IPv4-mapped address (::ffff:0:0/96) and one of the
+ * well-known NAT64 prefix (64:ff9b::/96) are judged by the IPv4 address
+ * they carry. Documentation ranges (192.0.2/24, 198.51.100/24,
+ * 203.0.113/24, 2001:db8::/32) count as public. ip4: 4 bytes, ip6: 16,
+ * network order. A sockaddr of another family than AF_INET/AF_INET6 is
+ * "not an IP address": never a target to connect to. Pure; a few
+ * comparisons. */
+const char *ss_ip4_private_kind(const uint8_t ip4[static 4]);
+const char *ss_ip6_private_kind(const uint8_t ip6[static 16]);
+const char *ss_sockaddr_private_kind(const struct sockaddr *sa);
+static inline bool ss_sockaddr_is_private(const struct sockaddr *sa)
+{
+	return ss_sockaddr_private_kind(sa) != NULL;
+}
 /* Sets a domain address; -EINVAL when empty or over 255 bytes. */
 int ss_addr_set_domain(ss_addr_t *a, const char *host, uint16_t port);
 /* Parses host text: an IPv4 or IPv6 literal (brackets allowed) becomes an IP

@@ -15,12 +15,30 @@
 #include "util/log.h"
 #include "util/result.h"
 
+/* --block-private: the target, or the address its name gave, is refused
+ * (kind: what it is). Logged per client and rate-limited as the server's
+ * other refusals; the connection closes as an ACL-blocked one does. */
+static void conn_refuse_private(ss_conn_t *c, const struct sockaddr *sa, const char *kind)
+{
+	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN], addr[SS_ADDR_STRLEN];
+	bool named = c->target.atyp == SS_ATYP_DOMAIN;
+
+	ss_instance_count_refused(c->inst, c->side[SS_IN].fd, SS_REFUSED_BLOCKED);
+	ss_refused_note(&c->inst->refused, &c->peer.sa,
+			"%s %s: target %s%s%s refused: %s address (--block-private)", c->action,
+			ss_conn_peer(c, peer, sizeof(peer)),
+			ss_addr_format(&c->target, target, sizeof(target)), named ? " at " : "",
+			named ? ss_sockaddr_format(sa, addr, sizeof(addr)) : "", kind);
+	ss_conn_close(c, NULL);
+}
+
 /* Connects the outbound side; deadline 0: the connect timeout from now
  * (or from the name lookup before it). */
 static void conn_connect_until(ss_conn_t *c, const struct sockaddr *sa, socklen_t len,
 			       ev_tstamp deadline)
 {
 	struct ss_instance *inst = c->inst;
+	const char *kind;
 	int fd;
 
 	if (ss_doors_match(&inst->shared->doors, sa)) {
@@ -36,6 +54,10 @@ static void conn_connect_until(ss_conn_t *c, const struct sockaddr *sa, socklen_
 	if (ss_instance_target_blocked(inst, NULL, sa)) {
 		ss_instance_count_refused(inst, c->side[SS_IN].fd, SS_REFUSED_ACL);
 		ss_conn_close(c, "target refused: in the ACL's outbound block list");
+		return;
+	}
+	if ((kind = ss_instance_target_private(inst, sa))) {
+		conn_refuse_private(c, sa, kind);
 		return;
 	}
 	bool done;

@@ -17,6 +17,7 @@
 static void server_accepted(ss_conn_t *c)
 {
 	c->action = "server";
+	ss_codec_peer(c->k, c->dir[SS_IN].codec, &c->peer.sa);
 }
 
 /* Reads what the client sent into the inbound buffer. true when there are
@@ -74,6 +75,7 @@ static void server_inbound(ss_conn_t *c)
 	ss_codec_t *k = c->k;
 	ss_dir_t *dir = &c->dir[SS_IN];
 	ss_codec_hdr_t hdr;
+	const char *user = NULL; /* whichever call named it */
 	bool failed = false;
 	int r;
 
@@ -91,6 +93,8 @@ static void server_inbound(ss_conn_t *c)
 			failed = true;
 			break;
 		}
+		if (hdr.user)
+			user = hdr.user;
 		if (hdr.done && hdr.has_target) {
 			c->target = hdr.target;
 			goto connect;
@@ -115,9 +119,9 @@ connect:
 		ss_conn_close(c, "cannot set up the answer's cipher state");
 		return;
 	}
-	server_log_connect(c, hdr.user);
+	server_log_connect(c, user);
 	/* Counted as its user's from here, its target's connect included. */
-	ss_conn_fig_open(c, ss_fig_user_index(&c->inst->shared->fig_layout, hdr.user));
+	ss_conn_fig_open(c, ss_fig_user_index(&c->inst->shared->fig_layout, user));
 	ss_conn_connect_addr(c, &c->target);
 }
 

@@ -254,6 +254,7 @@ static void instance_init(struct ss_instance *inst, ss_shared_t *sh, struct ev_l
 		    : cfg->prog == SS_PROG_TUNNEL ? &ss_hs_tunnel
 		    : cfg->prog == SS_PROG_REDIR  ? &ss_hs_redir
 						  : &ss_hs_local;
+	inst->block_private = cfg->prog == SS_PROG_SERVER && cfg->block_private;
 	inst->timeout = cfg->timeout > 0 ? cfg->timeout : 60;
 	inst->connect_timeout = inst->timeout < 10 ? inst->timeout : 10;
 	inst->sockopts =

@@ -61,6 +61,7 @@ struct ss_instance {
 	size_t udp_states;    /* an association's */
 	ss_acl_t *acl;        /* --acl: this worker's view of the shared one, or NULL */
 	bool acl_by_addr;     /* the ACL has address rules: names may need a lookup */
+	bool block_private;   /* ss-server --block-private: refuse targets at private addresses */
 	bool splice_ok;       /* splice(2) may move COPY directions (ss_splice_supported) */
 	ss_pipe_pool_t pipes; /* their pipes, held only while bytes are in them */
 	ss_udp_relay_t udp;   /* when the mode includes UDP */
@@ -169,6 +170,15 @@ bool ss_instance_client_allowed(struct ss_instance *inst, const struct sockaddr 
  * name (may be NULL) or address (may be NULL). */
 bool ss_instance_target_blocked(struct ss_instance *inst, const char *host,
 				const struct sockaddr *sa);
+/* ss-server with --block-private: the kind of address sa (a target about
+ * to be connected or sent to, after any name lookup) is, when it must be
+ * refused (proto/addr.h, ss_sockaddr_private_kind); NULL to go on. Whatever
+ * the ACL says. One test when the setting is off. */
+static inline const char *ss_instance_target_private(const struct ss_instance *inst,
+						     const struct sockaddr *sa)
+{
+	return inst->block_private ? ss_sockaddr_private_kind(sa) : NULL;
+}
 
 /* The class of k's states (adding one for it), or -ENOSPC. */
 int ss_instance_codec_class(struct ss_instance *inst, ss_codec_t *k);

@@ -24,10 +24,27 @@ static socklen_t server_salen(const struct sockaddr *sa)
 	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
+/* --block-private: a datagram to a target at (or named for) such an
+ * address is dropped, logged as a refusal of its client. */
+static void server_refuse_private(ss_udp_relay_t *u, ss_udp_assoc_t *a, const struct sockaddr *to,
+				  const char *kind)
+{
+	const struct sockaddr *client = (const struct sockaddr *)&a->peer;
+	char why[SS_ADDR_STRLEN + 64];
+	size_t n;
+
+	ss_fig_add(&ss_udp_fig(u, a->listener)->refused[SS_REFUSED_BLOCKED], 1);
+	ss_sockaddr_format(to, why, sizeof(why));
+	n = strlen(why);
+	snprintf(why + n, sizeof(why) - n, ": %s address (--block-private)", kind);
+	ss_udp_refuse(u, client, client, "target refused", why);
+}
+
 static void server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *data, size_t len,
 			const struct sockaddr *to)
 {
 	struct sockaddr_in6 mapped;
+	const char *kind;
 
 	if (ss_doors_match(&u->inst->shared->doors, to)) {
 		ss_fig_add(&ss_udp_fig(u, a->listener)->refused[SS_REFUSED_BLOCKED], 1);
@@ -40,6 +57,10 @@ static void server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *dat
 		ss_fig_add(&ss_udp_fig(u, a->listener)->refused[SS_REFUSED_ACL], 1);
 		ss_udp_drop(u, (struct sockaddr *)&a->peer,
 			    "target in the ACL's outbound block list");
+		return;
+	}
+	if ((kind = ss_instance_target_private(u->inst, to))) {
+		server_refuse_private(u, a, to, kind);
 		return;
 	}
 	/* A dual-stack socket reaches IPv4 targets through mapped addresses. */

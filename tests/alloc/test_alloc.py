@@ -340,3 +340,34 @@ def test_no_allocations_with_socks5_logins(ss, tmp_path, shim, echo):
     assert before > 0
     assert after == before, "heap allocations during SOCKS5 logins: %d" % (after - before)
     assert "refused: SOCKS5 login failed" in local.program.output()
+
+
+def test_no_allocations_with_aead_users(request, ss, tmp_path, shim, ssload, echo):
+    """ss-server with SIP004 users of three methods: telling each
+    connection's and datagram's user allocates nothing (ss-tunnel is one
+    user, ss-local another)."""
+    import json
+    dns = sslib.DnsResponder()
+    request.addfinalizer(dns.close)
+    users = [("alice", "aes-256-gcm", "pw-alice"), ("bob", "aes-128-gcm", "pw-bob"),
+             ("carol", "chacha20-ietf-poly1305", "pw-carol")]
+    conf = tmp_path / "users.json"
+    conf.write_text(json.dumps({"users": [{"name": n, "method": m, "password": p}
+                                          for n, m, p in users]}))
+    udp = ["-u", "--udp-timeout", str(UDP_TIMEOUT)]
+    progs = {}
+    env, rep = counted_env(shim, tmp_path, "ss-server")
+    args = lambda port: (["-s", sslib.LOOPBACK4, "-p", port, "-m", "aes-256-gcm", "-c",
+                          str(conf), "-d", "%s:%d" % (sslib.LOOPBACK4, dns.port)] + udp)
+    p, port = ss.procs.start_listening(ss.exe("ss-server"), args, env=env)
+    server = sslib.Server(p, sslib.LOOPBACK4, port, "aes-256-gcm")
+    progs["ss-server"] = Counted(p, rep)
+    with ssudp.UdpEcho() as uecho:
+        tunnel = ss.tunnel(server, echo.addr, method=users[2][1], password=users[2][2],
+                           extra=udp)
+        uecho_tunnel = ssudp.UdpEcho(port=echo.port)
+        local = ss.local(server, method=users[1][1], password=users[1][2], extra=udp)
+        try:
+            measure(progs, ssload, tunnel, local, echo, uecho, "SIP004 users")
+        finally:
+            uecho_tunnel.close()

@@ -3,14 +3,84 @@
  * The whole input is one header as it arrives on the wire; every prefix is
  * parsed too, as a server sees the header grow read by read. A header that
  * parses re-encodes to the same bytes, formats, and (for IP addresses) goes
- * through a sockaddr and back. The input is also taken as host text for
- * ss_addr_from_host, as the configuration and ACL give it. */
+ * through a sockaddr and back, and is classified for --block-private as a
+ * reference written apart classifies it. The input is also taken as host
+ * text for ss_addr_from_host, as the configuration and ACL give it. */
+#include <arpa/inet.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_util.h"
 #include "proto/addr.h"
+
+/* The blocks --block-private refuses as CIDR text (docs/security.md):
+ * IPv6 ones, and IPv4 ones, which also count behind the IPv4-mapped and
+ * NAT64 prefixes. */
+static const char *const ref_blocks6[] = {"::/96",     "fc00::/7", "fe80::/10",
+					  "fec0::/10", "ff00::/8", "64:ff9b:1::/48"};
+static const char *const ref_blocks4[] = {
+    "0.0.0.0/8",     "10.0.0.0/8",   "100.64.0.0/10",  "127.0.0.0/8",   "169.254.0.0/16",
+    "172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/3"};
+static const char *const ref_v4_forms[] = {"::ffff:0.0.0.0", "64:ff9b::"};
+
+/* Whether the first bits of ip and net agree, bit by bit. */
+static bool ref_match(const uint8_t ip[16], const uint8_t net[16], unsigned bits)
+{
+	for (unsigned i = 0; i < bits; i++)
+		if ((ip[i / 8] >> (7 - i % 8) & 1) != (net[i / 8] >> (7 - i % 8) & 1))
+			return false;
+	return true;
+}
+
+static bool ref_private(const ss_addr_t *a)
+{
+	uint8_t ip[16], net[16];
+	char text[64];
+
+	if (a->atyp == SS_ATYP_IPV4) {
+		inet_pton(AF_INET6, "::ffff:0.0.0.0", ip);
+		memcpy(ip + 12, a->v4, 4);
+	} else {
+		memcpy(ip, a->v6, 16);
+	}
+	for (size_t i = 0; i < sizeof(ref_blocks6) / sizeof(ref_blocks6[0]); i++) {
+		const char *slash = strchr(ref_blocks6[i], '/');
+		memcpy(text, ref_blocks6[i], (size_t)(slash - ref_blocks6[i]));
+		text[slash - ref_blocks6[i]] = '\0';
+		FZ_CHECK(inet_pton(AF_INET6, text, net) == 1);
+		if (ref_match(ip, net, (unsigned)atoi(slash + 1)))
+			return true;
+	}
+	for (size_t f = 0; f < 2; f++) {
+		for (size_t i = 0; i < sizeof(ref_blocks4) / sizeof(ref_blocks4[0]); i++) {
+			const char *slash = strchr(ref_blocks4[i], '/');
+			FZ_CHECK(inet_pton(AF_INET6, ref_v4_forms[f], net) == 1);
+			memcpy(text, ref_blocks4[i], (size_t)(slash - ref_blocks4[i]));
+			text[slash - ref_blocks4[i]] = '\0';
+			FZ_CHECK(inet_pton(AF_INET, text, net + 12) == 1);
+			if (ref_match(ip, net, 96 + (unsigned)atoi(slash + 1)))
+				return true;
+		}
+	}
+	return false;
+}
+
+static void check_private(const ss_addr_t *a, const struct sockaddr *sa)
+{
+	const char *kind = ss_sockaddr_private_kind(sa);
+
+	FZ_CHECK((kind != NULL) == ref_private(a));
+	if (a->atyp == SS_ATYP_IPV4) {
+		uint8_t mapped[16];
+		const char *k6;
+
+		ss_ip6_map_v4(mapped, a->v4);
+		k6 = ss_ip6_private_kind(mapped);
+		FZ_CHECK(k6 == kind || (k6 && kind && strcmp(k6, kind) == 0));
+	}
+}
 
 static void check_parsed(const uint8_t *buf, size_t used, const ss_addr_t *a)
 {
@@ -41,6 +111,7 @@ static void check_parsed(const uint8_t *buf, size_t used, const ss_addr_t *a)
 	else
 		FZ_CHECK(fz_addr_eq(a, &back));
 	ss_sockaddr_format((struct sockaddr *)&ss, text, sizeof(text));
+	check_private(a, (struct sockaddr *)&ss);
 }
 
 static void from_host(const uint8_t *data, size_t size)

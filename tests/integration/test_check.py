@@ -89,6 +89,7 @@ def test_check_reports_what_would_run(ss, tmp_path, prog):
         assert "listen: 127.0.0.1:%d" % conf["server_port"] in out, out
         assert "plugin: obfs-server (/usr/bin/obfs-server)" in out, out
         assert "options obfs=http" in out, out
+        assert "targets: any address, private ones included (block_private off)" in out, out
         assert refused(conf["server_port"])
     else:
         assert "listen: 127.0.0.1:%d" % conf["local_port"] in out, out
@@ -98,6 +99,20 @@ def test_check_reports_what_would_run(ss, tmp_path, prog):
         assert refused(conf["local_port"])
     if prog == "ss-tunnel":
         assert "tunnel to: 192.0.2.7:53" in out, out
+
+
+@pytest.mark.parametrize("how", ("json", "cli"))
+def test_check_reports_block_private(ss, tmp_path, how):
+    """ss-server --check says when targets at private addresses are
+    refused, whether the file or the command line asked for it."""
+    conf = settings("ss-server")
+    if how == "json":
+        conf["block_private"] = True
+    argv = ["-c", write(tmp_path, "c.json", conf)] + (["--block-private"] if how == "cli" else [])
+    rc, out, err = run_check(ss, "ss-server", argv)
+    assert rc == 0, out + err
+    assert ("targets: loopback, private, link-local and other special-purpose addresses "
+            "refused (block_private)") in out, out
 
 
 def conf_args(tmp_path, prog, **changes):

@@ -197,3 +197,43 @@ def test_metrics_are_no_target(ss, echo):
     # Other targets still go.
     with sslib.socks5_connect(client.addr, *echo.addr) as s:
         sslib.echo_check(s, b"still relays")
+
+
+def test_sip004_users_have_their_own_rows(ss, tmp_path, echo, blob):
+    """A SIP004 port of users: each user's bytes and connections in its
+    row, found by the user the codec names."""
+    users = [("ann", "aes-256-gcm", sslib.random_password()),
+             ("bo", "chacha20-ietf-poly1305", sslib.random_password())]
+    mport = sslib.free_port()
+    conf = {"method": "aes-256-gcm", "mode": "tcp_only", "metrics": str(mport),
+            "users": [{"name": n, "password": pw, "method": m} for n, m, pw in users]}
+    path = tmp_path / "users.json"
+    path.write_text(json.dumps(conf))
+    p, port = ss.procs.start_listening(
+        ss.exe("ss-server"), lambda port: ["-c", str(path), "-s", sslib.LOOPBACK4, "-p", port])
+    for (name, method, pw), size in zip(users, (2222, 33333)):
+        server = sslib.Server(p, sslib.LOOPBACK4, port, method, pw)
+        local = ss.local(server, method=method, password=pw)
+        for _ in range(2):
+            with sslib.socks5_connect(local.addr, *echo.addr) as s:
+                data = blob(size)
+                s.sendall(data)
+                assert sslib.recv_exact(s, size) == data
+    m = _samples(mport)
+    assert _v(m, "ss_bytes_total", port=port, user="ann", direction="up") == 2 * 2222
+    assert _v(m, "ss_bytes_total", port=port, user="bo", direction="down") == 2 * 33333
+    assert _v(m, "ss_connections_total", port=port, user="bo") == 2
+    assert _v(m, "ss_connections_total", port=port, user="") == 0
+
+
+def test_block_private_counts_as_blocked(ss, echo):
+    server, mport = _server(ss, extra=["--block-private"])
+    client = ss.local(server)
+    s, rep = sslib.socks5_open(client.addr, *echo.addr)
+    with s:
+        if rep == 0:
+            s.sendall(b"x")
+            sslib.wait_closed(s, T(3))
+    assert wait_for(lambda: _v(_samples(mport), "ss_refused_total", port=server.port,
+                               reason="blocked") == 1, T(5))
+    assert echo.accepted == 0

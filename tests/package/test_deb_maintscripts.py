@@ -51,7 +51,8 @@ def check_generated(path):
     st = os.stat(path)
     assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == 0 and st.st_gid == 0, oct(st.st_mode)
     conf = json.loads(read(path))
-    assert set(conf) == {"server_port", "password", "method", "mode"}, conf
+    assert set(conf) == {"server_port", "password", "method", "mode", "block_private"}, conf
+    assert conf["block_private"] is True, conf
     assert len(base64.b64decode(conf["password"], validate=True)) == 24, conf["password"]
     return conf
 
@@ -73,14 +74,26 @@ def test_install_makes_a_private_config_that_works(debs, tmp_path, root_procs, e
                        capture_output=True, text=True, timeout=30, env=dict(os.environ, **env))
     assert r.returncode == 0, r.stdout + r.stderr
     # The file as made serves a client holding its password, on a loopback
-    # address and free port given on the command line.
-    p, port = root_procs.start_listening(
-        os.path.join(bindir, "ss-server"),
-        lambda port: ["-c", path, "-s", sslib.LOOPBACK4, "-p", port], env=env)
-    server = sslib.Server(p, sslib.LOOPBACK4, port, conf["method"], conf["password"])
-    client = sslib.start_local(root_procs, os.path.join(bindir, "ss-local"), server, env=env)
-    with sslib.socks5_connect(client.addr, *echo.addr) as s:
-        sslib.echo_check(s, blob(64 << 10))
+    # address and free port given on the command line; but not to a target
+    # on loopback (block_private), which the same file without it reaches.
+    lenient = str(tmp_path / "lenient.json")
+    with open(lenient, "w") as f:
+        json.dump(dict(conf, block_private=False), f)
+    for conf_path in (path, lenient):
+        p, port = root_procs.start_listening(
+            os.path.join(bindir, "ss-server"),
+            lambda port: ["-c", conf_path, "-s", sslib.LOOPBACK4, "-p", port], env=env)
+        server = sslib.Server(p, sslib.LOOPBACK4, port, conf["method"], conf["password"])
+        client = sslib.start_local(root_procs, os.path.join(bindir, "ss-local"), server,
+                                   env=env)
+        with sslib.socks5_connect(client.addr, *echo.addr) as s:
+            if conf_path == lenient:
+                sslib.echo_check(s, blob(64 << 10))
+                continue
+            s.sendall(b"x" * 100)
+            state, got = sslib.wait_closed(s, sslib.T(5))
+            assert state != "open" and got == b"", (state, got)
+            assert echo.accepted == 0
 
 
 def test_upgrade_remove_and_purge_respect_the_config(debs, tmp_path):

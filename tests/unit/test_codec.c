@@ -5,6 +5,7 @@
  * way the wire can be cut into reads (one byte at a time too), the answer
  * back the same way, replays and wrong keys refused, and datagrams both
  * ways, with their replays and tampering. */
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,6 +34,7 @@ typedef struct {
 	const char *server_secret; /* -k for ss-server (NULL: none) */
 	const char *client_secret; /* -k for ss-local */
 	const char *users;         /* "users" JSON for ss-server, or NULL */
+	const char *client_method; /* ss-local's -m, if not method */
 } codec_case_t;
 
 /* base64 of 16 and 32 bytes */
@@ -42,17 +44,24 @@ typedef struct {
 #define P32B "ISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+P0A="
 
 static const codec_case_t cases[] = {
-    {"aes-128-gcm", "secret", "secret", NULL},
-    {"aes-256-gcm", "secret", "secret", NULL},
-    {"chacha20-ietf-poly1305", "secret", "secret", NULL},
-    {"xchacha20-ietf-poly1305", "secret", "secret", NULL},
-    {"2022-blake3-aes-128-gcm", P16A, P16A, NULL},
-    {"2022-blake3-aes-256-gcm", P32A, P32A, NULL},
-    {"2022-blake3-chacha20-poly1305", P32A, P32A, NULL},
+    {"aes-128-gcm", "secret", "secret", NULL, NULL},
+    {"aes-256-gcm", "secret", "secret", NULL, NULL},
+    {"chacha20-ietf-poly1305", "secret", "secret", NULL, NULL},
+    {"xchacha20-ietf-poly1305", "secret", "secret", NULL, NULL},
+    {"2022-blake3-aes-128-gcm", P16A, P16A, NULL, NULL},
+    {"2022-blake3-aes-256-gcm", P32A, P32A, NULL, NULL},
+    {"2022-blake3-chacha20-poly1305", P32A, P32A, NULL, NULL},
     /* SIP023: the server's identity PSK, one user; the client names both. */
     {"2022-blake3-aes-256-gcm", P32A, P32A ":" P32B,
-     "[{\"name\": \"alice\", \"password\": \"" P32B "\"}]"},
-    {"none", NULL, NULL, NULL},
+     "[{\"name\": \"alice\", \"password\": \"" P32B "\"}]", NULL},
+    /* SIP004 users: the port has no password; the client is the last
+     * user, of a method of its own. */
+    {"aes-256-gcm", NULL, "pw-carol",
+     "[{\"name\": \"alice\", \"password\": \"pw-alice\"}, {\"name\": \"bob\", "
+     "\"password\": \"pw-bob\", \"method\": \"aes-128-gcm\"}, {\"name\": \"carol\", "
+     "\"password\": \"pw-carol\", \"method\": \"chacha20-ietf-poly1305\"}]",
+     "chacha20-ietf-poly1305"},
+    {"none", NULL, NULL, NULL, NULL},
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -80,7 +89,8 @@ static void make_cfg(ss_config_t *cfg, ss_prog_t prog, const codec_case_t *c)
 	argv[argc++] = "-p";
 	argv[argc++] = "8388";
 	argv[argc++] = "-m";
-	argv[argc++] = (char *)c->method;
+	argv[argc++] =
+	    (char *)(prog != SS_PROG_SERVER && c->client_method ? c->client_method : c->method);
 	const char *secret = prog == SS_PROG_SERVER ? c->server_secret : c->client_secret;
 	if (secret) {
 		argv[argc++] = "-k";
@@ -108,7 +118,11 @@ static void setup_case(const codec_case_t *c)
 			 0);
 	assert_int_equal(ss_codec_setup(&kc, &ccfg, ss_crypto_default(), false, err, sizeof(err)),
 			 0);
-	assert_ptr_equal(ks.ops, kc.ops);
+	/* A SIP004 port of users serves plain SIP004 clients. */
+	if (ks.ops == &ss_codec_aead_users)
+		assert_ptr_equal(kc.ops, &ss_codec_aead);
+	else
+		assert_ptr_equal(ks.ops, kc.ops);
 }
 
 static void teardown_case(void)
@@ -600,16 +614,17 @@ static void test_udp_sessions_elsewhere(void **state)
 				memcpy(dgram, out, len);
 				memcpy(wire, dgram, len);
 				assert_null(ks.ops->udp_open_request(
-				    &ks, srv.rst, wire, len, serve_now, (const struct sockaddr *)&from,
-				    sizeof(from), &d));
-				assert_null(ks.ops->udp_accept(&ks, srv.rst, NULL, &d, serve_now, &p));
+				    &ks, srv.rst, wire, len, serve_now,
+				    (const struct sockaddr *)&from, sizeof(from), &d));
+				assert_null(
+				    ks.ops->udp_accept(&ks, srv.rst, NULL, &d, serve_now, &p));
 				assert_int_equal(p.payload_len, 64);
 				assert_memory_equal(p.payload, data, 64);
 				/* The last round: client 7's session gets an association
 				 * here; its next datagram opens with it. */
 				if (r == ROUNDS - 1 && i == 7) {
-					assert_int_equal(ss_codec_udp_adopt(&ks, srv.rst, srv.ast, &d),
-							 0);
+					assert_int_equal(
+					    ss_codec_udp_adopt(&ks, srv.rst, srv.ast, &d), 0);
 					len = udp_seal(&cli[i], ubuf, &target, data, 32, &out);
 					memcpy(wire, out, len);
 					assert_null(ks.ops->udp_open_request(
@@ -784,6 +799,72 @@ static void test_layout(void **state)
 	}
 }
 
+/* SIP004 users: the user a connection's key belongs to is named, whatever
+ * the order tried (a client address never seen, then one whose last user
+ * is another); a key no user has is refused as a wrong key. */
+static void test_aead_users(void **state)
+{
+	const codec_case_t *c = &cases[NCASES - 2];
+	struct sockaddr_in from = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000002)};
+	ss_addr_t target;
+	(void)state;
+
+	assert_non_null(c->client_method);
+	assert_int_equal(ss_addr_set_domain(&target, "example.com", 443), 0);
+	setup_case(c);
+	assert_ptr_equal(ks.ops, &ss_codec_aead_users);
+	for (int round = 0; round < 3; round++) {
+		end_t cli, srv;
+		ss_codec_hdr_t hdr;
+		size_t wlen = 0, consumed, nspans;
+		ss_span_t spans[8];
+
+		end_open(&cli, &kc);
+		ss_random_bytes(data, 100);
+		seal_flight(&cli, cbuf, &target, data, 100, wire, &wlen);
+		end_open(&srv, &ks);
+		ss_codec_peer(&ks, srv.dec, (const struct sockaddr *)&from);
+		/* Short of the longest salt and a length block: wait. */
+		memcpy(rbuf, wire, 49);
+		assert_int_equal(
+		    ks.ops->decode(&ks, srv.dec, rbuf, 49, 0, &consumed, spans, 8, &nspans, &hdr),
+		    SS_OK);
+		assert_int_equal(consumed, 0);
+		assert_null(hdr.user);
+		memcpy(rbuf, wire, wlen);
+		assert_int_equal(
+		    ks.ops->decode(&ks, srv.dec, rbuf, wlen, 0, &consumed, spans, 8, &nspans, &hdr),
+		    SS_OK);
+		/* The configuration's own entry, as the figures read it. */
+		assert_ptr_equal(hdr.user, scfg.users[2].name);
+		assert_int_equal(nspans, 1);
+		assert_int_equal(ss_codec_bind(&ks, srv.dec, srv.enc), 0);
+		end_close(&cli);
+		end_close(&srv);
+	}
+	/* A key no user has. */
+	{
+		ss_codec_t kbad;
+		uint8_t badkey[32];
+		end_t cli, srv;
+		size_t wlen = 0;
+		reader_t r = {.buf = rbuf, .out = rout, .max_spans = 8};
+
+		ss_key_from_password(ccfg.method, "pw-eve", badkey);
+		ss_codec_setup_client(&kbad, ccfg.method, badkey, NULL, ss_crypto_default());
+		end_open(&cli, &kbad);
+		seal_flight(&cli, cbuf, &target, data, 100, wire, &wlen);
+		end_open(&srv, &ks);
+		assert_int_equal(feed(&srv, &r, wire, wlen), SS_ERR);
+		assert_int_equal(r.out_len, 0);
+		assert_non_null(strstr(ks.ops->why(&ks, srv.dec), "no user's password or key"));
+		end_close(&cli);
+		end_close(&srv);
+		ss_codec_free(&kbad);
+	}
+	teardown_case();
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -808,10 +889,14 @@ static int group_teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_layout),         cmocka_unit_test(test_tcp_every_split),
-	    cmocka_unit_test(test_tcp_full_slots), cmocka_unit_test(test_tcp_replay),
-	    cmocka_unit_test(test_tcp_wrong_key),  cmocka_unit_test(test_udp),
+	    cmocka_unit_test(test_layout),
+	    cmocka_unit_test(test_tcp_every_split),
+	    cmocka_unit_test(test_tcp_full_slots),
+	    cmocka_unit_test(test_tcp_replay),
+	    cmocka_unit_test(test_tcp_wrong_key),
+	    cmocka_unit_test(test_udp),
 	    cmocka_unit_test(test_udp_hostile),
+	    cmocka_unit_test(test_aead_users),
 	    cmocka_unit_test(test_udp_sessions_elsewhere),
 	};
 

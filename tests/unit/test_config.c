@@ -988,7 +988,7 @@ static void test_json_users(void **state)
 	assert_non_null(cfg.users);
 	assert_string_equal(cfg.users[0].name, "alice");
 	assert_memory_equal(cfg.users[0].key, k2, 16);
-	assert_string_equal(cfg.users[0].psk_b64, "");
+	assert_string_equal(cfg.users[0].password, "");
 	assert_string_equal(cfg.users[1].name, "bob");
 	assert_memory_equal(cfg.users[1].key, k3, 16);
 	ss_config_clear(&cfg);
@@ -1071,9 +1071,11 @@ static void test_json_users_errors(void **state)
 	expect_json_error(SS_PROG_SERVER, USERS_HEAD USERS_PSK "\"users\": {}}",
 			  "\"users\" must be an array of objects, not an object");
 	expect_server_error("{\"server_port\": 1, \"method\": \"aes-128-gcm\", \"password\": "
-			    "\"pw\", \"users\": [" USER("alice", K16_2) "]}",
-			    "\"users\" needs a 2022 method (2022-blake3-aes-128-gcm or "
-			    "2022-blake3-aes-256-gcm), not aes-128-gcm");
+			    "\"pw\", \"users\": [" USER("alice", "a") "]}",
+			    "with \"users\", a aes-128-gcm port serves its users alone");
+	expect_server_error(
+	    "{\"server_port\": 1, \"method\": \"none\", \"users\": [" USER("alice", "a") "]}",
+	    "\"users\" needs a SIP004 AEAD method");
 	expect_server_error(
 	    "{\"server_port\": 1, \"method\": \"2022-blake3-chacha20-poly1305\", "
 	    "\"password\": \"AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=\", "
@@ -1089,6 +1091,88 @@ static void test_json_users_errors(void **state)
 	expect_json_error(SS_PROG_TUNNEL, "{\"users\": [" USER("alice", K16_2) "]}",
 			  "\"users\" is for ss-server; ss-tunnel");
 	/* Each error path freed what it had allocated: LeakSanitizer checks. */
+}
+
+/* ss-server's "users" on a SIP004 port: a password (or key) each, maybe a
+ * method of its own; the port has no password of its own. */
+static void test_json_aead_users(void **state)
+{
+	(void)state;
+	uint8_t want[32], k1[16];
+	const ss_method_t *m256, *m128, *chacha;
+
+	for (int i = 0; i < 16; i++)
+		k1[i] = (uint8_t)(i + 1);
+	assert_int_equal(ss_method_lookup("aes-256-gcm", &m256, err, sizeof(err)), 0);
+	assert_int_equal(ss_method_lookup("aes-128-gcm", &m128, err, sizeof(err)), 0);
+	assert_int_equal(ss_method_lookup("chacha20-ietf-poly1305", &chacha, err, sizeof(err)), 0);
+	const char *path = write_file(
+	    "aead-users.json",
+	    "{\"server_port\": 1, \"method\": \"aes-256-gcm\", \"users\": ["
+	    " {\"name\": \"alice\", \"password\": \"pw-a\"},"
+	    " {\"name\": \"bob\", \"password\": \"pw-b\", \"method\": \"chacha20-ietf-poly1305\"},"
+	    " {\"name\": \"carol\", \"key\": \"" K16_1 "\", \"method\": \"aes-128-gcm\"}]}");
+
+	expect_run(SS_PROG_SERVER, "-c", path, NULL);
+	assert_int_equal(cfg.n_users, 3);
+	assert_ptr_equal(cfg.users[0].method, m256);
+	ss_key_from_password(m256, "pw-a", want);
+	assert_memory_equal(cfg.users[0].key, want, 32);
+	assert_ptr_equal(cfg.users[1].method, chacha);
+	ss_key_from_password(chacha, "pw-b", want);
+	assert_memory_equal(cfg.users[1].key, want, 32);
+	assert_ptr_equal(cfg.users[2].method, m128);
+	assert_memory_equal(cfg.users[2].key, k1, 16);
+	assert_string_equal(cfg.users[2].key_b64, "");
+	/* Kept, as the top-level password is, for --print-url. */
+	assert_string_equal(cfg.users[1].password, "pw-b");
+	ss_config_clear(&cfg);
+}
+
+#define AUSERS "{\"server_port\": 1, \"method\": \"aes-256-gcm\", \"users\": ["
+
+static void test_json_aead_users_errors(void **state)
+{
+	(void)state;
+
+	expect_server_error(AUSERS "{\"name\": \"a\", \"password\": \"x\", \"method\": "
+				   "\"2022-blake3-aes-128-gcm\"}]}",
+			    "\"users\"[0] (\"a\"): \"method\" 2022-blake3-aes-128-gcm is not a "
+			    "SIP004 AEAD method");
+	expect_json_error(SS_PROG_SERVER,
+			  AUSERS "{\"name\": \"a\", \"password\": \"x\", \"method\": \"rot13\"}]}",
+			  "\"users\"[0] (\"a\"): unknown method");
+	expect_json_error(SS_PROG_SERVER,
+			  AUSERS "{\"name\": \"a\", \"password\": \"x\", \"method\": 3}]}",
+			  "\"users\"[0] (\"a\"): \"method\" must be a method's name, not 3");
+	expect_server_error(AUSERS "{\"name\": \"a\", \"password\": \"x\", \"key\": \"" K16_1
+				   "\"}]}",
+			    "\"users\"[0] (\"a\"): give \"password\" or \"key\", not both");
+	expect_json_error(SS_PROG_SERVER, AUSERS "{\"name\": \"a\", \"password\": \"\"}]}",
+			  "\"users\"[0] (\"a\"): \"password\" must be the user's PSK");
+	expect_server_error(AUSERS "{\"name\": \"a\", \"key\": \"" K16_1 "\"}]}",
+			    "\"users\"[0] (\"a\"): invalid \"key\": aes-256-gcm needs the base64 "
+			    "of exactly 32 bytes");
+	assert_null(strstr(err, K16_1));
+	expect_server_error(AUSERS "{\"name\": \"a\", \"password\": \"same\"}, {\"name\": \"b\", "
+				   "\"password\": \"same\"}]}",
+			    "\"users\"[1] (\"b\"): same method and key as \"users\"[0] (\"a\")");
+	assert_null(strstr(err, "same\""));
+	/* The same password under two algorithms is two users. */
+	expect_run(SS_PROG_SERVER, "-c",
+		   write_file("users-two.json",
+			      AUSERS "{\"name\": \"a\", \"password\": \"same\"}, {\"name\": \"b\", "
+				     "\"password\": \"same\", \"method\": "
+				     "\"chacha20-ietf-poly1305\"}]}"),
+		   NULL);
+	ss_config_clear(&cfg);
+	expect_server_error(AUSERS "{\"name\": \"a\", \"password\": \"x\"}], \"key\": \"" K16_1
+				   "\"}",
+			    "with \"users\", a aes-256-gcm port serves its users alone");
+	/* A 2022 user takes the port's method and a PSK alone. */
+	expect_server_error(USERS_HEAD USERS_PSK "\"users\": [{\"name\": \"a\", \"password\": "
+						 "\"" K16_2 "\", \"method\": \"aes-128-gcm\"}]}",
+			    "\"users\"[0] (\"a\"): a 2022 user has its PSK in \"password\" alone");
 }
 
 static void test_file_errors(void **state)
@@ -1645,6 +1729,8 @@ int main(void)
 	    cmocka_unit_test(test_parse_json_alone),
 	    cmocka_unit_test(test_json_errors),
 	    cmocka_unit_test(test_json_users),
+	    cmocka_unit_test(test_json_aead_users),
+	    cmocka_unit_test(test_json_aead_users_errors),
 	    cmocka_unit_test(test_json_users_errors),
 	    cmocka_unit_test(test_file_errors),
 	    cmocka_unit_test(test_default_config),
