@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "net/inherit.h"
 #include "net/sock.h"
 #include "proto/addr.h"
 #include "relay/instance.h"
@@ -465,8 +466,10 @@ int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len,
 		snprintf(err, errlen, "too many UDP listen addresses");
 		return -EINVAL;
 	}
-	fd = u->role->listen ? u->role->listen(u, addr, len, &hint)
-			     : ss_sock_udp_bind(addr, len, &u->inst->sockopts);
+	fd = ss_inherit_take(addr, len, SOCK_DGRAM);
+	if (fd < 0)
+		fd = u->role->listen ? u->role->listen(u, addr, len, &hint)
+				     : ss_sock_udp_bind(addr, len, &u->inst->sockopts);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot listen on UDP %s: %s%s",
 			 ss_sockaddr_format(addr, where, sizeof(where)), strerror(-fd), hint);
@@ -481,6 +484,17 @@ int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len,
 	ev_io_start(u->loop, &l->io);
 	ss_notice("listening on UDP %s", ss_sockaddr_format(addr, where, sizeof(where)));
 	return 0;
+}
+
+void ss_udp_retire(ss_udp_relay_t *u)
+{
+	for (size_t i = 0; u->ready && i < u->n_listeners; i++)
+		ev_io_stop(u->loop, &u->listeners[i].io);
+}
+
+size_t ss_udp_assocs(const ss_udp_relay_t *u)
+{
+	return u->ready ? u->table.count : 0;
 }
 
 void ss_udp_free(ss_udp_relay_t *u)
