@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "net/inherit.h"
 
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <stddef.h>
 #include <string.h>
@@ -59,11 +58,8 @@ int ss_inherit_take(const struct sockaddr *addr, socklen_t len, int type)
 		inherit_entry_t *e = &inherit_table[i];
 		if (e->taken || e->type != type || !inherit_same(&e->addr, addr))
 			continue;
-		int fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0);
-		if (fd < 0)
-			return -1;
 		e->taken = true;
-		return fd;
+		return e->fd;
 	}
 	return -1;
 }
@@ -73,6 +69,16 @@ bool ss_inherit_taken(int fd)
 	for (size_t i = 0; i < inherit_n; i++)
 		if (inherit_table[i].fd == fd)
 			return inherit_table[i].taken;
+	return false;
+}
+
+bool ss_inherit_give_back(int fd)
+{
+	for (size_t i = 0; i < inherit_n; i++)
+		if (inherit_table[i].fd == fd && inherit_table[i].taken) {
+			inherit_table[i].taken = false;
+			return true;
+		}
 	return false;
 }
 

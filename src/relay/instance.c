@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "relay/instance.h"
+#include "net/inherit.h"
 #include "util/log.h"
 #include "util/result.h"
 
@@ -452,7 +453,9 @@ void ss_instance_destroy(ss_instance_t *inst)
 	if (inst->watches_plugins)
 		ss_shared_watch_plugins(inst->shared, NULL, NULL);
 	for (size_t i = 0; i < inst->n_listeners; i++)
-		close(inst->listeners[i].io.fd);
+		if (inst->listeners[i].io.fd >= 0 &&
+		    !ss_inherit_give_back(inst->listeners[i].io.fd))
+			close(inst->listeners[i].io.fd);
 	for (size_t i = 0; i < inst->conns.fresh; i++) {
 		ss_conn_t *c = ss_pool_at(&inst->conns, i);
 		if (c->inst)

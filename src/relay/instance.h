@@ -44,6 +44,9 @@ typedef struct ss_codec_class {
 typedef struct ss_listener {
 	ev_io io;
 	struct ss_instance *inst;
+	/* A reload: the new workers took this socket (net/inherit.h); set by
+	 * the main thread before the instance retires. */
+	bool handed;
 } ss_listener_t;
 
 struct ss_instance {

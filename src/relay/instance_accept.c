@@ -360,9 +360,10 @@ void ss_instance_accept_retire(struct ss_instance *inst)
 		ev_io_stop(inst->loop, io);
 		/* A listener no one took: what waits in its queue is served
 		 * here rather than reset when it closes. */
-		for (int n = 0; n < 16 && !ss_inherit_taken(io->fd); n++)
+		for (int n = 0; n < 16 && !inst->listeners[i].handed; n++)
 			instance_accept_cb(inst->loop, io, EV_READ);
-		close(io->fd);
+		if (!inst->listeners[i].handed)
+			close(io->fd);
 		io->fd = -1;
 	}
 	ev_timer_stop(inst->loop, &inst->retry);

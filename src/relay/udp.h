@@ -66,6 +66,9 @@ typedef struct ss_udp_listener {
 	struct ss_udp_relay *relay;
 	uint8_t index;
 	uint8_t sflags; /* SS_UDP_SOCK_* */
+	/* A reload: the new workers took this socket (net/inherit.h); set by
+	 * the main thread before the instance retires. */
+	bool handed;
 } ss_udp_listener_t;
 
 /* Server: names of targets, resolved on the loop and kept for a short time;
@@ -137,8 +140,9 @@ typedef struct ss_udp_relay {
  * descriptor) and buffers. 0 or -errno with err set. */
 int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, char *err,
 		size_t errlen);
-/* A reload: the listening sockets are read no more (the new workers read
- * them); the associations go on answering through them until they end. */
+/* A reload: the associations end (the client's next datagram makes one in
+ * the new workers, which read the sockets from now on); the listening
+ * sockets the new workers took are forgotten, the others closed. */
 void ss_udp_retire(ss_udp_relay_t *u);
 /* The associations open now. */
 size_t ss_udp_assocs(const ss_udp_relay_t *u);

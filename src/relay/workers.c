@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/inherit.h"
 #include "util/log.h"
 
 static void workers_stopped_cb(ss_instance_t *inst, ss_instance_event_t ev, const char *msg,
@@ -171,6 +172,13 @@ void ss_workers_retire(ss_workers_t *ws)
 {
 	for (unsigned i = 0; i < ws->n; i++) {
 		ss_worker_t *w = &ws->w[i];
+		/* Read by the worker's thread after the wake below. */
+		for (size_t j = 0; j < w->inst->n_listeners; j++)
+			w->inst->listeners[j].handed =
+			    ss_inherit_taken(w->inst->listeners[j].io.fd);
+		for (size_t j = 0; j < w->inst->udp.n_listeners; j++)
+			w->inst->udp.listeners[j].handed =
+			    ss_inherit_taken(w->inst->udp.listeners[j].io.fd);
 		if (w->threaded) {
 			if (w->running)
 				ev_async_send(w->loop, &w->retire);

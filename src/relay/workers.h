@@ -52,7 +52,8 @@ int ss_workers_start(ss_workers_t *ws, char *err, size_t errlen);
  * its connections) and its thread ends. Safe more than once. */
 void ss_workers_stop(ss_workers_t *ws);
 /* A reload: from the main thread, once the new workers hold the
- * listeners: each worker retires its instance (ss_instance_retire), which
+ * listeners and before the offers are cleared (net/inherit.h): each
+ * worker retires its instance (ss_instance_retire), which
  * stops once its connections and associations have ended. */
 void ss_workers_retire(ss_workers_t *ws);
 /* Whether every worker's instance has stopped (retired and drained, or

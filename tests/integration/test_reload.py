@@ -165,10 +165,11 @@ def test_reload_moves_the_port(procs, ss, echo, tmp_path):
     write_conf(conf, **server_conf(p2, password, mode="tcp_and_udp"))
     reload_and_wait(server, 0)
     assert works(t2.addr)
+    # Each worker closes its old listener on its own thread, at once.
+    assert sslib.wait_for(lambda: p1 not in sslib.listening_ports(server.pid), T(5))
+    assert p2 in sslib.listening_ports(server.pid)
     with pytest.raises(OSError):
         socket.create_connection((sslib.LOOPBACK4, p1), timeout=T(2)).close()
-    ports = sslib.listening_ports(server.pid)
-    assert p2 in ports and p1 not in ports, ports
     sslib.small_exchange(open_conn, 2000)
     open_conn.close()
 
@@ -220,3 +221,29 @@ def test_reload_keeps_udp(procs, ss, tmp_path):
         assert port in udp_ports, udp_ports
     finally:
         uecho.close()
+
+
+def test_reload_that_cannot_listen_keeps_every_listener(procs, ss, echo, tmp_path):
+    """The new set takes the socket of 127.0.0.1:PORT, then fails on
+    127.0.0.2:PORT (taken by the test): the socket goes back to the running
+    set, which keeps accepting on it."""
+    conf = tmp_path / "server.json"
+    port = sslib.free_port()
+    password = sslib.random_password()
+    write_conf(conf, **server_conf(port, password, workers=2))
+    server = start_with_conf(procs, ss, "ss-server", conf, sslib.LOOPBACK4, port)
+    tunnel = tunnel_to(ss, port, password, echo.addr)
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.2", port))
+    blocker.listen(1)
+    try:
+        cfg = server_conf(port, password, workers=2)
+        cfg["server"] = ["127.0.0.1", "127.0.0.2"]
+        write_conf(conf, **cfg)
+        for n in range(3):
+            reload_and_wait(server, n, "reload refused")
+            assert works(tunnel.addr), server.describe()
+        assert port in sslib.listening_ports(server.pid)
+    finally:
+        blocker.close()
+    assert "configuration reloaded" not in server.output()
