@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <ev.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "codec/codec.h"
 #include "config/config.h"
+#include "net/inherit.h"
 #include "program/check.h"
 #include "relay/instance.h"
 #include "relay/workers.h"
@@ -36,14 +39,35 @@ static void *program_ev_alloc(void *ptr, long size)
 	return ss_tarenas_realloc(&program_ev_arenas, ptr, (size_t)size);
 }
 
+/* A configuration that a reload replaced, with its workers, which serve
+ * the connections it had until they end. */
+#define PROGRAM_RETIRED_MAX 32
+typedef struct program_retired {
+	ss_workers_t workers;
+	ss_config_t *cfg;
+	bool owned; /* cfg was allocated by a reload (else: the first, freed at exit) */
+} program_retired_t;
+
 /* One program's run: what its callbacks need. */
 typedef struct program {
 	struct ev_loop *loop;
 	ss_instance_t *inst;
 	ss_workers_t workers; /* --workers: the threads beside this one */
+	ss_config_t *cfg;     /* the running configuration */
+	bool cfg_owned;       /* made by a reload (freed with its workers) */
 	int notify;           /* -f: where the foreground process waits for our word; else -1 */
 	ss_notify_t sd;       /* the service manager's readiness socket (Type=notify) */
 	int rc;               /* the exit status */
+	/* SIGHUP reads the command line and its file again, from the
+	 * directory the program started in. */
+	ss_prog_t prog;
+	int argc;
+	char **argv;
+	int cwd;         /* that directory, open; -1: unknown */
+	bool daemonized; /* it has left it for / since */
+	program_retired_t retired[PROGRAM_RETIRED_MAX];
+	size_t n_retired;
+	ev_timer reap; /* frees what retired once it has no connection left */
 } program_t;
 
 /* The service manager's READY=1, once the listeners are open and the plugins
@@ -80,6 +104,10 @@ static void program_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 
 	ss_notice("signal %d: shutting down", w->signum);
 	ss_notify_send(&p->sd, "STOPPING=1");
+	for (size_t i = 0; i < p->n_retired; i++) {
+		ss_workers_stop(&p->retired[i].workers);
+		ss_instance_stop(p->retired[i].workers.w[0].inst);
+	}
 	ss_workers_stop(&p->workers);
 	ss_instance_stop(p->inst);
 }
@@ -314,32 +342,186 @@ static void program_log_started(const ss_config_t *cfg, const char *name)
 		ss_notice("%d workers, each a loop on a thread of its own", cfg->workers);
 }
 
+/* ---- SIGHUP: the configuration read again ---------------------------- */
+
+static void program_free_cfg(ss_config_t *cfg, bool owned)
+{
+	ss_config_clear(cfg);
+	if (owned)
+		free(cfg);
+}
+
+/* What a reload leaves to the workers it replaced, freed once they have
+ * no connection left. */
+static void program_reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	program_t *p = w->data;
+	(void)revents;
+
+	for (size_t i = 0; i < p->n_retired;) {
+		program_retired_t *r = &p->retired[i];
+		if (!ss_workers_done(&r->workers)) {
+			i++;
+			continue;
+		}
+		ss_workers_join(&r->workers);
+		ss_workers_destroy(&r->workers);
+		if (r->owned)
+			program_free_cfg(r->cfg, true);
+		ss_notice("the configuration before a reload has no connection left");
+		*r = p->retired[--p->n_retired];
+	}
+	if (!p->n_retired)
+		ev_timer_stop(loop, w);
+}
+
+/* The command line and its file again, from where the program started,
+ * into cfg; what a reload cannot change is refused. 0 or -1 with err. */
+static int program_reparse(program_t *p, ss_config_t *cfg, char *err, size_t errlen)
+{
+	ss_config_status_t rc;
+
+	if (p->cwd >= 0 && fchdir(p->cwd) < 0) {
+		snprintf(err, errlen, "cannot go back to the start-up directory: %s",
+			 strerror(errno));
+		return -1;
+	}
+	rc = ss_config_parse(cfg, p->prog, p->argc, p->argv, stdout, err, errlen);
+	if (rc != SS_CONFIG_RUN) {
+		if (rc != SS_CONFIG_ERROR)
+			snprintf(err, errlen, "the command line asks for no relay");
+		return -1;
+	}
+	/* ss-server's plugins hold its port themselves: two sets cannot. */
+	if (p->prog == SS_PROG_SERVER && (p->workers.shared->n_plugins || cfg->plugin[0])) {
+		snprintf(err, errlen, "ss-server with a SIP003 plugin changes only at a restart");
+		return -1;
+	}
+	if (strcmp(cfg->user, p->cfg->user) != 0 || strcmp(cfg->pid_file, p->cfg->pid_file) != 0 ||
+	    cfg->use_syslog != p->cfg->use_syslog || cfg->nofile != p->cfg->nofile)
+		ss_warn("reload: the user, pid file, log and descriptor limit change only at a "
+			"restart");
+	return 0;
+}
+
+/* The new workers take over the listeners that stay (net/inherit.h),
+ * then the running ones retire: they accept nothing more and serve what
+ * they have until it ends. On any error the running configuration stays. */
+static int program_swap(program_t *p, ss_config_t *cfg, char *err, size_t errlen)
+{
+	ss_workers_t next;
+	int rc;
+
+	for (unsigned i = 0; i < p->workers.n; i++) {
+		ss_instance_t *inst = p->workers.w[i].inst;
+		for (size_t j = 0; j < inst->n_listeners; j++)
+			ss_inherit_offer(inst->listeners[j].io.fd);
+		for (size_t j = 0; j < inst->udp.n_listeners; j++)
+			ss_inherit_offer(inst->udp.listeners[j].io.fd);
+	}
+	if (p->workers.metrics)
+		ss_inherit_offer(p->workers.metrics->lis.fd);
+	rc = ss_workers_create(&next, cfg, p->loop, err, errlen);
+	if (rc == 0 && (rc = ss_workers_start(&next, err, errlen)) < 0)
+		ss_workers_destroy(&next);
+	if (rc < 0) {
+		ss_inherit_clear();
+		return -1;
+	}
+	ss_workers_retire(&p->workers);
+	ss_inherit_clear();
+	p->retired[p->n_retired++] =
+	    (program_retired_t){.workers = p->workers, .cfg = p->cfg, .owned = p->cfg_owned};
+	p->workers = next;
+	p->cfg = cfg;
+	p->cfg_owned = true;
+	p->inst = next.w[0].inst;
+	ss_instance_set_cb(p->inst, program_event_cb, p);
+	ev_timer_again(p->loop, &p->reap);
+	return 0;
+}
+
+static void program_reload(program_t *p)
+{
+	char err[1024];
+	ss_config_t *cfg;
+
+	ss_notice("SIGHUP: reading the configuration again");
+	ss_notify_send(&p->sd, "RELOADING=1");
+	cfg = calloc(1, sizeof(*cfg));
+	if (p->n_retired == PROGRAM_RETIRED_MAX)
+		snprintf(err, sizeof(err), "%d earlier configurations still serve connections",
+			 PROGRAM_RETIRED_MAX);
+	else if (!cfg)
+		snprintf(err, sizeof(err), "out of memory");
+	if (p->n_retired == PROGRAM_RETIRED_MAX || !cfg ||
+	    program_reparse(p, cfg, err, sizeof(err)) < 0 ||
+	    program_swap(p, cfg, err, sizeof(err)) < 0) {
+		ss_err("reload refused, the running configuration stays: %s", err);
+		if (cfg)
+			program_free_cfg(cfg, true);
+		ss_notify_send(&p->sd, "READY=1");
+	} else {
+		ss_notice("configuration reloaded");
+	}
+	if (p->daemonized && chdir("/") < 0)
+		ss_warn("cannot go back to /: %s", strerror(errno));
+}
+
+static void program_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	program_reload(w->data);
+}
+
 /* Runs worker 0's loop until it stops (a signal, or a plugin that failed),
  * then stops the other workers and waits for them. */
-static void program_run(program_t *p, const ss_config_t *cfg)
+static void program_run(program_t *p)
 {
-	ev_signal sigint, sigterm;
+	ev_signal sigint, sigterm, sighup;
 
 	ss_instance_set_cb(p->inst, program_event_cb, p);
 	ev_signal_init(&sigint, program_signal_cb, SIGINT);
 	ev_signal_init(&sigterm, program_signal_cb, SIGTERM);
-	sigint.data = sigterm.data = p;
+	ev_signal_init(&sighup, program_hup_cb, SIGHUP);
+	sigint.data = sigterm.data = sighup.data = p;
+	ev_init(&p->reap, program_reap_cb);
+	p->reap.repeat = 0.25;
+	p->reap.data = p;
 	ev_signal_start(p->loop, &sigint);
 	ev_signal_start(p->loop, &sigterm);
+	ev_signal_start(p->loop, &sighup);
 	ev_run(p->loop, 0);
 	ev_signal_stop(p->loop, &sigint);
 	ev_signal_stop(p->loop, &sigterm);
+	ev_signal_stop(p->loop, &sighup);
+	ev_timer_stop(p->loop, &p->reap);
 	ss_workers_stop(&p->workers);
 	ss_workers_join(&p->workers);
-	if (cfg->workers > 1)
+	if (p->cfg->workers > 1)
 		ss_workers_log_stats(p->inst);
+	while (p->n_retired) {
+		program_retired_t *r = &p->retired[--p->n_retired];
+		ss_workers_stop(&r->workers);
+		ss_workers_join(&r->workers);
+		ss_workers_destroy(&r->workers);
+		if (r->owned)
+			program_free_cfg(r->cfg, true);
+	}
 }
 
 int ss_program_main(ss_prog_t prog, int argc, char **argv)
 {
 	static ss_config_t cfg;
 	const char *name = program_name(prog);
-	program_t p = {.notify = -1, .sd = {.fd = -1}};
+	program_t p = {.notify = -1,
+		       .sd = {.fd = -1},
+		       .cfg = &cfg,
+		       .prog = prog,
+		       .argc = argc,
+		       .argv = argv,
+		       .cwd = -1};
 	char err[1024];
 	int status;
 
@@ -352,17 +534,23 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		ss_config_clear(&cfg);
 		return 1;
 	}
+	p.cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (!program_daemonize(&p, &cfg, &status))
 		return status;
+	p.daemonized = cfg.pid_file[0] != '\0';
 	if (cfg.user[0] && ss_proc_drop_user(cfg.user, err, sizeof(err)) < 0)
 		return program_fail(&p, &cfg, err);
 	program_log_started(&cfg, name);
 	if (ss_workers_start(&p.workers, err, sizeof(err)) < 0)
 		return program_fail(&p, &cfg, err);
-	program_run(&p, &cfg);
+	program_run(&p);
 	ss_proc_daemon_ready(&p.notify, "stopped before it started");
 	ss_workers_destroy(&p.workers);
 	ss_notify_close(&p.sd);
+	if (p.cfg_owned)
+		program_free_cfg(p.cfg, true);
 	ss_config_clear(&cfg);
+	if (p.cwd >= 0)
+		close(p.cwd);
 	return p.rc;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "relay/instance.h"
+#include "net/inherit.h"
 #include "util/log.h"
 #include "util/result.h"
 
@@ -396,12 +397,36 @@ int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance
 	return 0;
 }
 
+static void instance_retire_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct ss_instance *inst = w->data;
+	(void)loop;
+	(void)revents;
+
+	if (inst->stats.active == 0 && ss_udp_assocs(&inst->udp) == 0)
+		ss_instance_stop(inst);
+}
+
+void ss_instance_retire(ss_instance_t *inst)
+{
+	if (inst->stopping || inst->retiring)
+		return;
+	ss_instance_accept_retire(inst);
+	inst->retiring = true;
+	ss_udp_retire(&inst->udp);
+	ev_timer_init(&inst->retire_check, instance_retire_cb, 0., 0.25);
+	inst->retire_check.data = inst;
+	ev_timer_start(inst->loop, &inst->retire_check);
+}
+
 void ss_instance_stop(ss_instance_t *inst)
 {
 	if (inst->stopping)
 		return;
 	ss_instance_accept_stop(inst);
 	inst->stopping = true;
+	if (inst->retiring)
+		ev_timer_stop(inst->loop, &inst->retire_check);
 	for (size_t i = 0; i < inst->conns.fresh; i++) {
 		ss_conn_t *c = ss_pool_at(&inst->conns, i);
 		if (c->inst == inst && c->state != SS_CONN_CLOSED && c->side[SS_IN].fd >= 0)
@@ -430,7 +455,9 @@ void ss_instance_destroy(ss_instance_t *inst)
 	if (inst->watches_plugins)
 		ss_shared_watch_plugins(inst->shared, NULL, NULL);
 	for (size_t i = 0; i < inst->n_listeners; i++)
-		close(inst->listeners[i].io.fd);
+		if (inst->listeners[i].io.fd >= 0 &&
+		    !ss_inherit_give_back(inst->listeners[i].io.fd))
+			close(inst->listeners[i].io.fd);
 	for (size_t i = 0; i < inst->conns.fresh; i++) {
 		ss_conn_t *c = ss_pool_at(&inst->conns, i);
 		if (c->inst)

@@ -44,6 +44,9 @@ typedef struct ss_codec_class {
 typedef struct ss_listener {
 	ev_io io;
 	struct ss_instance *inst;
+	/* A reload: the new workers took this socket (net/inherit.h); set by
+	 * the main thread before the instance retires. */
+	bool handed;
 } ss_listener_t;
 
 struct ss_instance {
@@ -106,6 +109,11 @@ struct ss_instance {
 	ss_fig_block_t *fig;  /* this worker's figures: &shared->fig[worker] */
 	ss_refused_t refused; /* refused clients (server), unauthenticated answers (clients) */
 	bool stopping;
+	/* A reload made a new set of workers: this one accepts nothing more
+	 * and stops once its last connection and association have ended
+	 * (checked by retire_check). */
+	bool retiring;
+	ev_timer retire_check;
 	/* --workers: this is worker `worker` of `workers`, each a loop on a
 	 * thread of its own, all with the same shared object (relay/shared.h):
 	 * the replay pools, the ACL, the plugins, the UDP sessions, and each
@@ -180,6 +188,12 @@ static inline const char *ss_instance_target_private(const struct ss_instance *i
 	return inst->block_private ? ss_sockaddr_private_kind(sa) : NULL;
 }
 
+/* A reload made a new set of workers: inst accepts nothing more (what
+ * waits on a listener the new set did not take is accepted first), reads
+ * its UDP listeners no more, and stops (SS_INSTANCE_STOPPED) once its last
+ * connection and association have ended; those go on as they were. */
+void ss_instance_retire(ss_instance_t *inst);
+
 /* The class of k's states (adding one for it), or -ENOSPC. */
 int ss_instance_codec_class(struct ss_instance *inst, ss_codec_t *k);
 
@@ -196,6 +210,10 @@ int ss_instance_listen_on(struct ss_instance *inst, const char *host, uint16_t p
 void ss_instance_hold(struct ss_instance *inst, bool hold);
 /* At stop: the listeners and the timers of accepting stop. */
 void ss_instance_accept_stop(struct ss_instance *inst);
+/* A reload: connections still waiting on a listener that the new workers
+ * did not take are accepted here, then every listener closes (a taken one
+ * lives on in the new workers' duplicate). */
+void ss_instance_accept_retire(struct ss_instance *inst);
 /* Connections handed to this worker and not taken yet are closed; none is
  * handed to it from now on. */
 void ss_instance_handoff_close(struct ss_instance *inst);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "relay/instance.h"
+#include "net/inherit.h"
 #include "util/log.h"
 #include "util/result.h"
 
@@ -29,6 +30,8 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents);
 
 static void instance_listeners(struct ss_instance *inst, bool on)
 {
+	if (inst->retiring)
+		return;
 	for (size_t i = 0; i < inst->n_listeners; i++) {
 		if (on)
 			ev_io_start(inst->loop, &inst->listeners[i].io);
@@ -303,7 +306,9 @@ int ss_instance_listen_on(struct ss_instance *inst, const char *host, uint16_t p
 	}
 	if (!tcp)
 		return 0;
-	fd = ss_sock_listen_tcp((struct sockaddr *)&ss, len, &inst->sockopts);
+	fd = ss_inherit_take((struct sockaddr *)&ss, len, SOCK_STREAM);
+	if (fd < 0)
+		fd = ss_sock_listen_tcp((struct sockaddr *)&ss, len, &inst->sockopts);
 	if (fd == -EAFNOSUPPORT && strcmp(host, "::") == 0) {
 		/* No IPv6 on this host: the dual-stack default becomes IPv4 only. */
 		return ss_instance_listen_on(inst, "0.0.0.0", port, tcp, false, err, errlen);
@@ -347,6 +352,22 @@ void ss_instance_accept_stop(struct ss_instance *inst)
 	ev_timer_stop(inst->loop, &inst->slots_short.quiet);
 	ev_timer_stop(inst->loop, &inst->fds_short.quiet);
 	ev_timer_stop(inst->loop, &inst->room_short.quiet);
+}
+
+void ss_instance_accept_retire(struct ss_instance *inst)
+{
+	for (size_t i = 0; i < inst->n_listeners; i++) {
+		ev_io *io = &inst->listeners[i].io;
+		ev_io_stop(inst->loop, io);
+		/* A listener no one took: what waits in its queue is served
+		 * here rather than reset when it closes. */
+		for (int n = 0; n < 16 && !inst->listeners[i].handed; n++)
+			instance_accept_cb(inst->loop, io, EV_READ);
+		if (!inst->listeners[i].handed)
+			close(io->fd);
+		io->fd = -1;
+	}
+	ev_timer_stop(inst->loop, &inst->retry);
 }
 
 void ss_instance_handoff_close(struct ss_instance *inst)

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "net/inherit.h"
 #include "net/sock.h"
 #include "proto/scrape.h"
 #include "relay/metrics.h"
@@ -404,7 +405,10 @@ int ss_metrics_start(ss_metrics_t *m, const ss_shared_t *sh, struct ev_loop *loo
 	memset(m, 0, sizeof(*m));
 	if (ss_metrics_parse(addr, &ss, &len, err, errlen) < 0)
 		return -EINVAL;
-	fd = ss_sock_listen_tcp((struct sockaddr *)&ss, len, &o);
+	/* A reload takes the running set's listener: the port never closes. */
+	fd = ss_inherit_take((struct sockaddr *)&ss, len, SOCK_STREAM);
+	if (fd < 0)
+		fd = ss_sock_listen_tcp((struct sockaddr *)&ss, len, &o);
 	ss_sockaddr_format((struct sockaddr *)&ss, where, sizeof(where));
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot serve metrics on %s: %s", where, strerror(-fd));
@@ -436,6 +440,7 @@ void ss_metrics_stop(ss_metrics_t *m)
 		if (m->c[i].io.fd >= 0)
 			client_end(&m->c[i]);
 	m_io_stop(m, &m->lis);
-	close(m->lis.fd);
+	if (!m->handed && !ss_inherit_give_back(m->lis.fd))
+		close(m->lis.fd);
 	m->sh = NULL;
 }

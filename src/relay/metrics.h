@@ -40,6 +40,9 @@ struct ss_metrics {
 	ev_io lis;
 	ss_metrics_client_t c[SS_METRICS_CLIENTS];
 	size_t busy;
+	/* A reload: the next set of workers took the listener (net/inherit.h);
+	 * stopping leaves it open. */
+	bool handed;
 };
 
 /* Parses "PORT", "HOST:PORT" or "[V6]:PORT" (host: a literal address;
@@ -47,10 +50,12 @@ struct ss_metrics {
 int ss_metrics_parse(const char *addr, struct sockaddr_storage *ss, socklen_t *len, char *err,
 		     size_t errlen);
 /* Listens at addr and serves on loop, which it does not keep running (the
- * loop ends when the workers stop). 0 or -errno with err. */
+ * loop ends when the workers stop); a listener a reload offers at addr
+ * (net/inherit.h) is taken over. 0 or -errno with err. */
 int ss_metrics_start(ss_metrics_t *m, const ss_shared_t *sh, struct ev_loop *loop, const char *addr,
 		     char *err, size_t errlen);
-/* Closes the listener and every client. Safe on a zeroed one or twice. */
+/* Closes the listener (unless handed, or given back to the set that offered
+ * it) and every client. Safe on a zeroed one or twice. */
 void ss_metrics_stop(ss_metrics_t *m);
 /* The text of the figures, in a buffer of malloc's the caller frees, and
  * its length in *len; NULL when out of memory. */

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "net/inherit.h"
 #include "net/sock.h"
 #include "proto/addr.h"
 #include "relay/instance.h"
@@ -473,8 +474,10 @@ int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len,
 		snprintf(err, errlen, "too many UDP listen addresses");
 		return -EINVAL;
 	}
-	fd = u->role->listen ? u->role->listen(u, addr, len, &hint)
-			     : ss_sock_udp_bind(addr, len, &u->inst->sockopts);
+	fd = ss_inherit_take(addr, len, SOCK_DGRAM);
+	if (fd < 0)
+		fd = u->role->listen ? u->role->listen(u, addr, len, &hint)
+				     : ss_sock_udp_bind(addr, len, &u->inst->sockopts);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot listen on UDP %s: %s%s",
 			 ss_sockaddr_format(addr, where, sizeof(where)), strerror(-fd), hint);
@@ -485,12 +488,35 @@ int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len,
 	l->sflags = 0;
 	l->fig_port =
 	    (uint8_t)ss_fig_port_index(&u->inst->shared->fig_layout, ss_sockaddr_port(addr));
+	l->handed = false;
 	l->relay = u;
 	l->index = (uint8_t)u->n_listeners++;
 	ev_io_init(&l->io, udp_listener_cb, fd, EV_READ);
 	ev_io_start(u->loop, &l->io);
 	ss_notice("listening on UDP %s", ss_sockaddr_format(addr, where, sizeof(where)));
 	return 0;
+}
+
+void ss_udp_retire(ss_udp_relay_t *u)
+{
+	ss_udp_entry_t *e;
+
+	if (!u->ready)
+		return;
+	while ((e = ss_udp_table_oldest(&u->table)))
+		ss_udp_assoc_destroy(u, (ss_udp_assoc_t *)e);
+	for (size_t i = 0; i < u->n_listeners; i++) {
+		ev_io *io = &u->listeners[i].io;
+		ev_io_stop(u->loop, io);
+		if (!u->listeners[i].handed)
+			close(io->fd);
+		io->fd = -1;
+	}
+}
+
+size_t ss_udp_assocs(const ss_udp_relay_t *u)
+{
+	return u->ready ? u->table.count : 0;
 }
 
 void ss_udp_free(ss_udp_relay_t *u)
@@ -512,7 +538,8 @@ void ss_udp_free(ss_udp_relay_t *u)
 		ss_udp_assoc_destroy(u, (ss_udp_assoc_t *)e);
 	for (size_t i = 0; i < u->n_listeners; i++) {
 		ev_io_stop(u->loop, &u->listeners[i].io);
-		close(u->listeners[i].io.fd);
+		if (u->listeners[i].io.fd >= 0 && !ss_inherit_give_back(u->listeners[i].io.fd))
+			close(u->listeners[i].io.fd);
 	}
 	ev_timer_stop(u->loop, &u->expiry);
 	/* What the slots kept across associations: each class's state, freed

@@ -35,13 +35,13 @@ struct ss_udp_front;
  * client session), with the socket that talks to the other
  * side. */
 typedef struct ss_udp_assoc {
-	ss_udp_entry_t entry; /* first: key = the client's address, or its session */
-	ev_io io;                /* the outbound socket; data: the relay */
-	uint8_t listener;        /* which listening socket the client talks to */
-	uint8_t server;          /* its codec in the relay: clients, the server it uses */
-	uint8_t family;          /* of the outbound socket */
-	uint8_t sflags;          /* the outbound socket's SS_UDP_SOCK_* */
-	struct ss_conn *control; /* ss-local: the SOCKS5 connection it belongs to */
+	ss_udp_entry_t entry;      /* first: key = the client's address, or its session */
+	ev_io io;                  /* the outbound socket; data: the relay */
+	uint8_t listener;          /* which listening socket the client talks to */
+	uint8_t server;            /* its codec in the relay: clients, the server it uses */
+	uint8_t family;            /* of the outbound socket */
+	uint8_t sflags;            /* the outbound socket's SS_UDP_SOCK_* */
+	struct ss_conn *control;   /* ss-local: the SOCKS5 connection it belongs to */
 	ss_udp_session_t *session; /* server, codecs with sessions: its record */
 	/* Where answers go: the address the last valid datagram came from. */
 	ss_inaddr_t peer;
@@ -67,6 +67,9 @@ typedef struct ss_udp_listener {
 	uint8_t index;
 	uint8_t sflags;   /* SS_UDP_SOCK_* */
 	uint8_t fig_port; /* its port in the figures (relay/figures.h) */
+	/* A reload: the new workers took this socket (net/inherit.h); set by
+	 * the main thread before the instance retires. */
+	bool handed;
 } ss_udp_listener_t;
 
 /* Server: names of targets, resolved on the loop and kept for a short time;
@@ -94,8 +97,8 @@ typedef struct ss_udp_stats {
 	uint64_t assoc_created;
 	uint64_t assoc_expired;
 	uint64_t assoc_evicted;
-	uint64_t handed;  /* datagrams of sessions another worker holds, handed there */
-	uint64_t taken;   /* datagrams handed here by the other workers */
+	uint64_t handed; /* datagrams of sessions another worker holds, handed there */
+	uint64_t taken;  /* datagrams handed here by the other workers */
 } ss_udp_stats_t;
 
 typedef struct ss_udp_relay {
@@ -138,6 +141,12 @@ typedef struct ss_udp_relay {
  * descriptor) and buffers. 0 or -errno with err set. */
 int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, char *err,
 		size_t errlen);
+/* A reload: the associations end (the client's next datagram makes one in
+ * the new workers, which read the sockets from now on); the listening
+ * sockets the new workers took are forgotten, the others closed. */
+void ss_udp_retire(ss_udp_relay_t *u);
+/* The associations open now. */
+size_t ss_udp_assocs(const ss_udp_relay_t *u);
 /* Opens a listening UDP socket on addr. 0 or -errno with err set. */
 int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len, char *err,
 		  size_t errlen);

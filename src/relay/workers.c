@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/inherit.h"
 #include "util/log.h"
 
 static void workers_stopped_cb(ss_instance_t *inst, ss_instance_event_t ev, const char *msg,
@@ -17,8 +18,21 @@ static void workers_stopped_cb(ss_instance_t *inst, ss_instance_event_t ev, cons
 
 	if (ev == SS_INSTANCE_FAILED)
 		ss_err("%s", msg);
-	if (ev == SS_INSTANCE_STOPPED)
-		ev_break(w->loop, EVBREAK_ALL);
+	if (ev == SS_INSTANCE_STOPPED) {
+		atomic_store(&w->done, true);
+		/* Worker 0 shares the caller's loop, which goes on. */
+		if (w->threaded)
+			ev_break(w->loop, EVBREAK_ALL);
+	}
+}
+
+static void workers_retire_cb(struct ev_loop *loop, ev_async *a, int revents)
+{
+	ss_worker_t *w = a->data;
+	(void)loop;
+	(void)revents;
+
+	ss_instance_retire(w->inst);
 }
 
 static void workers_stop_cb(struct ev_loop *loop, ev_async *a, int revents)
@@ -76,6 +90,9 @@ static int workers_threaded(ss_workers_t *ws, ss_worker_t *w, char *err, size_t 
 	ev_async_init(&w->stop, workers_stop_cb);
 	w->stop.data = w;
 	ev_async_start(w->loop, &w->stop);
+	ev_async_init(&w->retire, workers_retire_cb);
+	w->retire.data = w;
+	ev_async_start(w->loop, &w->retire);
 	return 0;
 }
 
@@ -165,6 +182,42 @@ void ss_workers_stop(ss_workers_t *ws)
 			ev_async_send(ws->w[i].loop, &ws->w[i].stop);
 }
 
+void ss_workers_retire(ss_workers_t *ws)
+{
+	/* The next set reports and serves the figures from now on (its own:
+	 * they start afresh), on the listener it took. */
+	ss_report_stop(&ws->report);
+	if (ws->metrics) {
+		ws->metrics->handed = ss_inherit_taken(ws->metrics->lis.fd);
+		ss_metrics_stop(ws->metrics);
+	}
+	for (unsigned i = 0; i < ws->n; i++) {
+		ss_worker_t *w = &ws->w[i];
+		/* Read by the worker's thread after the wake below. */
+		for (size_t j = 0; j < w->inst->n_listeners; j++)
+			w->inst->listeners[j].handed =
+			    ss_inherit_taken(w->inst->listeners[j].io.fd);
+		for (size_t j = 0; j < w->inst->udp.n_listeners; j++)
+			w->inst->udp.listeners[j].handed =
+			    ss_inherit_taken(w->inst->udp.listeners[j].io.fd);
+		if (w->threaded) {
+			if (w->running)
+				ev_async_send(w->loop, &w->retire);
+			continue;
+		}
+		ss_instance_set_cb(w->inst, workers_stopped_cb, w);
+		ss_instance_retire(w->inst);
+	}
+}
+
+bool ss_workers_done(ss_workers_t *ws)
+{
+	for (unsigned i = 0; i < ws->n; i++)
+		if (!atomic_load(&ws->w[i].done) && (ws->w[i].running || !ws->w[i].threaded))
+			return false;
+	return true;
+}
+
 void ss_workers_join(ss_workers_t *ws)
 {
 	for (unsigned i = 0; i < ws->n; i++)
@@ -183,8 +236,10 @@ void ss_workers_destroy(ss_workers_t *ws)
 	ws->metrics = NULL;
 	for (unsigned i = ws->n; i-- > 0;) {
 		ss_worker_t *w = &ws->w[i];
-		if (w->inst && w->threaded)
+		if (w->inst && w->threaded) {
 			ev_async_stop(w->loop, &w->stop);
+			ev_async_stop(w->loop, &w->retire);
+		}
 		ss_instance_destroy(w->inst);
 		if (w->threaded && w->loop)
 			ev_loop_destroy(w->loop);

@@ -4,6 +4,7 @@
 
 #include <ev.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "relay/instance.h"
@@ -23,7 +24,9 @@
 typedef struct ss_worker {
 	struct ev_loop *loop;
 	ss_instance_t *inst;
-	ev_async stop; /* threaded: sent by the main thread: stop the instance */
+	ev_async stop;    /* threaded: sent by the main thread: stop the instance */
+	ev_async retire;  /* threaded: sent by the main thread: retire the instance */
+	atomic_bool done; /* its instance has stopped (a threaded one's thread ends) */
 	pthread_t thread;
 	bool threaded; /* on a thread and a loop of its own */
 	bool running;  /* the thread was started and not yet joined */
@@ -54,6 +57,15 @@ int ss_workers_start(ss_workers_t *ws, char *err, size_t errlen);
 /* From the main thread: each threaded worker stops its instance (closing
  * its connections) and its thread ends. Safe more than once. */
 void ss_workers_stop(ss_workers_t *ws);
+/* A reload: from the main thread, once the new workers hold the
+ * listeners and before the offers are cleared (net/inherit.h): each
+ * worker retires its instance (ss_instance_retire), which
+ * stops once its connections and associations have ended. */
+void ss_workers_retire(ss_workers_t *ws);
+/* Whether every worker's instance has stopped (retired and drained, or
+ * stopped): the threads then end at once, and ss_workers_join does not
+ * wait. */
+bool ss_workers_done(ss_workers_t *ws);
 /* Waits for the threads to end (after ss_workers_stop). */
 void ss_workers_join(ss_workers_t *ws);
 /* Frees the instances, the threads' loops and then the shared object

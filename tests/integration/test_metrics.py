@@ -237,3 +237,30 @@ def test_block_private_counts_as_blocked(ss, echo):
     assert wait_for(lambda: _v(_samples(mport), "ss_refused_total", port=server.port,
                                reason="blocked") == 1, T(5))
     assert echo.accepted == 0
+
+
+def test_reload_keeps_serving_metrics(procs, ss, echo, tmp_path):
+    """SIGHUP: the new configuration's workers take the metrics listener
+    over (the port never closes), and their figures start afresh."""
+    import signal
+    conf = tmp_path / "server.json"
+    port, mport = sslib.free_port(), sslib.free_port()
+    password = sslib.random_password()
+    conf.write_text(json.dumps({"server": "127.0.0.1", "server_port": port,
+                                "password": password, "method": METHOD,
+                                "metrics": "127.0.0.1:%d" % mport}))
+    p = procs.start(ss.exe("ss-server"), ["-c", str(conf)])
+    p.wait_listening(sslib.LOOPBACK4, port)
+    assert wait_for(lambda: _listening(mport), T(5))
+    client = ss.local(sslib.Server(None, sslib.LOOPBACK4, port, METHOD, password, None))
+    with sslib.socks5_connect(client.addr, *echo.addr) as s:
+        sslib.echo_check(s, b"x" * 1000)
+    assert wait_for(lambda: _v(_samples(mport), "ss_connections_total", port=port,
+                               user="") == 1, T(5))
+    os.kill(p.pid, signal.SIGHUP)
+    assert wait_for(lambda: "configuration reloaded" in p.output(), T(10)), p.describe()
+    m = _samples(mport)
+    assert _v(m, "ss_connections_total", port=port, user="") == 0
+    with sslib.socks5_connect(client.addr, *echo.addr) as s:
+        sslib.echo_check(s, b"y" * 300)
+    assert _v(_samples(mport), "ss_bytes_total", port=port, user="", direction="up") == 300

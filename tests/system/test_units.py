@@ -258,3 +258,27 @@ def test_broken_config_fails_start_and_is_logged(box, units, program):
     assert any(re.search("json", m, re.I) for m in errors), \
         "no error about the file from %s at priority err in the journal of %s: %r\nall of it:\n%s" \
         % (program, unit, errors, box.run(["journalctl", "--no-pager", "-u", unit]).stdout)
+
+
+def test_reload_keeps_the_process_and_relays(box, units):
+    """systemctl reload: ExecReload sends SIGHUP; the same process reads its
+    configuration again and goes on relaying."""
+    server, local = pair_configs(8393, 1084)
+    write_config(box, "reload-server", server)
+    write_config(box, "reload-local", local)
+    units("ss-server@reload-server")
+    units("ss-local@reload-local")
+    connect_once(box, 8393, "ss-server@reload-server")
+    connect_once(box, 1084, "ss-local@reload-local")
+    for unit in ("ss-server@reload-server", "ss-local@reload-local"):
+        pid = show(box, unit, "MainPID")
+        r = box.run(["systemctl", "reload", unit], check=False)
+        assert r.returncode == 0, "%s: reload failed: %s" % (unit, r.stderr)
+        deadline = time.monotonic() + 10
+        while "configuration reloaded" not in box.run(
+                ["journalctl", "--no-pager", "-u", unit]).stdout:
+            assert time.monotonic() < deadline, "%s: no reload in the journal" % unit
+            time.sleep(0.2)
+        assert show(box, unit, "MainPID") == pid, unit
+        assert show(box, unit, "ActiveState") == "active", unit
+    relay_echo(box, 1084)
