@@ -65,16 +65,30 @@ static int port_value(const cJSON *j, uint16_t *port)
 static int field_text(const cJSON *j, key_kind_t kind, char *buf, size_t cap, const char **out)
 {
 	switch (kind) {
+	/* A bool or number may come as its text too: the state file keeps
+	 * every field as the text ss_config_set takes. */
 	case KEY_BOOL:
-		if (!cJSON_IsBool(j))
+		if (cJSON_IsString(j) &&
+		    (strcmp(j->valuestring, "true") == 0 || strcmp(j->valuestring, "false") == 0))
+			*out = j->valuestring[0] == 't' ? "true" : "false";
+		else if (cJSON_IsBool(j))
+			*out = cJSON_IsTrue(j) ? "true" : "false";
+		else
 			return -EINVAL;
-		*out = cJSON_IsTrue(j) ? "true" : "false";
 		return 0;
 	case KEY_NUMBER:
-		if (!cJSON_IsNumber(j) || j->valuedouble < 0 || j->valuedouble > 2147483647.0 ||
-		    j->valuedouble != (double)(long)j->valuedouble)
+		if (cJSON_IsString(j)) {
+			size_t n = strlen(j->valuestring);
+			if (n == 0 || n > 10 || strspn(j->valuestring, "0123456789") != n)
+				return -EINVAL;
+			snprintf(buf, cap, "%s", j->valuestring);
+		} else if (cJSON_IsNumber(j) && j->valuedouble >= 0 &&
+			   j->valuedouble <= 2147483647.0 &&
+			   j->valuedouble == (double)(long)j->valuedouble) {
+			snprintf(buf, cap, "%ld", (long)j->valuedouble);
+		} else {
 			return -EINVAL;
-		snprintf(buf, cap, "%ld", (long)j->valuedouble);
+		}
 		*out = buf;
 		return 0;
 	case KEY_TEXT:

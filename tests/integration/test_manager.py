@@ -159,6 +159,9 @@ def test_restart_brings_ports_back(ss, tmp_path, echo):
     control = udp_control()
     mgr, c = start_manager(ss, tmp_path, control)
     ports = two_ports(ss, c, echo)
+    # Fields of every kind come back as they were given.
+    extra = sslib.free_port()
+    assert c.add(extra, "pw", fast_open=True, timeout=300, mode="tcp_and_udp") == "ok"
     c.close()
     assert mgr.terminate() == 0
     state = tmp_path / "state.json"
@@ -168,7 +171,10 @@ def test_restart_brings_ports_back(ss, tmp_path, echo):
         assert refused(port)
 
     mgr, c = start_manager(ss, tmp_path, control, name="ss-manager-again")
-    assert set(c.list()) == {p[0] for p in ports}
+    listed = c.list()
+    assert set(listed) == {p[0] for p in ports} | {extra}
+    assert (listed[extra]["fast_open"], listed[extra]["timeout"],
+            listed[extra]["mode"]) == ("true", "300", "tcp_and_udp")
     for port, password, method, client in ports:
         relay_ok(client, echo)
     assert stat.S_IMODE(os.stat(state).st_mode) == 0o600
