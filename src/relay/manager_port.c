@@ -191,12 +191,9 @@ static void mgr_port_cb(ss_instance_t *inst, ss_instance_event_t ev, const char 
 	}
 }
 
-void mgr_reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
+/* Frees the dying ports that have stopped: their listeners close. */
+static void mgr_reap(ss_manager_t *m)
 {
-	ss_manager_t *m = w->data;
-	(void)loop;
-	(void)revents;
-
 	for (mgr_port_t **pp = &m->dying; *pp;) {
 		mgr_port_t *p = *pp;
 		if (!p->stopped) {
@@ -207,6 +204,15 @@ void mgr_reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		ss_info("port %u: closed", p->port);
 		mgr_port_free(p);
 	}
+}
+
+void mgr_reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	ss_manager_t *m = w->data;
+	(void)loop;
+	(void)revents;
+
+	mgr_reap(m);
 	if (m->stopping && m->dying == NULL && m->done) {
 		void (*done)(void *) = m->done;
 		m->done = NULL;
@@ -224,6 +230,16 @@ int mgr_port_add(ss_manager_t *m, uint16_t port, cJSON *fields, char *err, size_
 		snprintf(err, errlen, "port %u is served already", port);
 		return -EEXIST;
 	}
+	/* A remove just before (in the same batch of commands): its
+	 * listeners close now, not on the loop's next turn. */
+	mgr_reap(m);
+	for (const mgr_port_t *d = m->dying; d; d = d->next)
+		if (d->port == port) {
+			cJSON_Delete(fields);
+			snprintf(err, errlen, "port %u is still closing (its plugin stopping)",
+				 port);
+			return -EBUSY;
+		}
 	if (m->n_ports == m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 16;
 		mgr_port_t **a = realloc(m->ports, cap * sizeof(*a));

@@ -132,6 +132,10 @@ def test_udp_add_relay_ping_list_remove(ss, tmp_path, echo):
     # The same port twice is refused, and the first stays.
     assert c.add(p2, "other") == "err"
     relay_ok(c2, echo)
+    # A port removed can be added again at once, with a new password.
+    new_pw = sslib.random_password()
+    assert c.remove(p2) == "ok" and c.add(p2, new_pw, m2) == "ok"
+    relay_ok(client_for(ss, p2, new_pw, m2), echo)
     state = json.loads((tmp_path / "state.json").read_text())
     assert [e["server_port"] for e in state["ports"]] == [p2]
     assert mgr.alive()
