@@ -267,3 +267,19 @@ def test_allowed_plugin_runs_by_name(ss, tmp_path, echo):
                                       "--plugin-opts", "key=7"])
     assert sslib.wait_for(lambda: not refused(port), sslib.T(5))
     relay_ok(client, echo)
+
+
+def test_control_on_ipv6_loopback(ss, tmp_path, echo):
+    """[::1]:PORT is a loopback control socket: no warning, and it serves."""
+    port = sslib.free_port(sslib.LOOPBACK6, socket.SOCK_DGRAM)
+    args = ["--manager-address", "[::1]:%d" % port, "-s", sslib.LOOPBACK4, "-m", METHODS[0]]
+    mgr = ss.procs.start(ss.exe("ss-manager"), args)
+    assert sslib.wait_for(lambda: "started" in mgr.stderr(), sslib.T(10)), mgr.describe()
+    assert "not on loopback" not in mgr.stderr()
+    c = Control((sslib.LOOPBACK6, port))
+    c.sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    c.sock.settimeout(sslib.T(3))
+    p1, pw = sslib.free_port(), sslib.random_password()
+    assert c.add(p1, pw) == "ok"
+    relay_ok(client_for(ss, p1, pw, METHODS[0]), echo)
+    assert c.ping()[p1] >= 0
