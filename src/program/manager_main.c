@@ -42,20 +42,23 @@ int ss_program_manager(ss_config_t *cfg, struct ev_loop *loop, ss_notify_t *sd)
 	int notify = -1, rc;
 	char err[1024];
 
-	if (ss_manager_create(cfg, loop, &r.m, err, sizeof(err)) < 0) {
-		ss_err("%s", err);
-		return 1;
-	}
+	/* In the background first: the control socket, the ports and their
+	 * plugins are the daemon's, and why it could not start them reaches
+	 * the waiting foreground process. */
 	if (cfg->pid_file[0]) {
 		rc = ss_proc_daemonize(cfg->pid_file, &notify, err, sizeof(err));
 		if (rc != 0) {
 			if (rc < 0)
 				ss_err("%s", err);
-			ss_manager_destroy(r.m);
 			return rc < 0 ? 1 : 0;
 		}
 		ev_loop_fork(loop);
 		ss_log_to_syslog();
+	}
+	if (ss_manager_create(cfg, loop, &r.m, err, sizeof(err)) < 0) {
+		ss_err("%s", err);
+		ss_proc_daemon_ready(&notify, err);
+		return 1;
 	}
 	if (cfg->user[0] && ss_proc_drop_user(cfg->user, err, sizeof(err)) < 0) {
 		ss_err("%s", err);

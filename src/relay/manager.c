@@ -241,7 +241,8 @@ static int mgr_bind(ss_manager_t *m, char *err, size_t errlen)
 	const char *colon = strrchr(addr, ':');
 	struct sockaddr_storage sa;
 	socklen_t len;
-	char one[SS_ADDR_STRLEN];
+	char one[SS_ADDR_STRLEN], *end;
+	long port;
 	int rc;
 
 	if (mgr_is_unix(addr))
@@ -251,8 +252,13 @@ static int mgr_bind(ss_manager_t *m, char *err, size_t errlen)
 		memmove(host, host + 1, strlen(host));
 		host[strlen(host) - 1] = '\0';
 	}
-	if ((rc = ss_sock_resolve_startup(host, (unsigned)atoi(colon + 1), false, true, &sa, &len,
-					  err, errlen)) < 0)
+	port = strtol(colon + 1, &end, 10);
+	if (!colon[1] || *end || port < 1 || port > 65535) {
+		snprintf(err, errlen, "--manager-address %.128s: the port must be 1-65535", addr);
+		return -EINVAL;
+	}
+	if ((rc = ss_sock_resolve_startup(host, (unsigned)port, false, true, &sa, &len, err,
+					  errlen)) < 0)
 		return rc;
 	m->fd = socket(sa.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (m->fd < 0 || bind(m->fd, (struct sockaddr *)&sa, len) < 0) {
@@ -323,11 +329,11 @@ int ss_manager_create(const ss_config_t *cfg, struct ev_loop *loop, ss_manager_t
 	ev_io_init(&m->io, mgr_io_cb, m->fd, EV_READ);
 	m->io.data = m;
 	ev_io_start(loop, &m->io);
+	/* The file is not written back here: a port of it that could not
+	 * start (its address taken for a moment) stays in it until a change. */
 	if (!cfg->state_file[0])
 		ss_warn("no state file (--state or -D/--workdir): ports added now are not kept "
 			"across restarts");
-	else
-		mgr_state_save(m);
 	*out = m;
 	return 0;
 fail:

@@ -283,3 +283,28 @@ def test_control_on_ipv6_loopback(ss, tmp_path, echo):
     assert c.add(p1, pw) == "ok"
     relay_ok(client_for(ss, p1, pw, METHODS[0]), echo)
     assert c.ping()[p1] >= 0
+
+
+def test_daemon_serves_and_reports_a_failed_start(ss, tmp_path, echo):
+    """-f: the foreground process returns once the daemon serves; a start
+    that fails in the daemon (a damaged state file) is its exit status."""
+    control = udp_control()
+    pid_file = tmp_path / "mgr.pid"
+    args = ["--manager-address", control, "-s", sslib.LOOPBACK4, "-m", METHODS[0],
+            "--state", str(tmp_path / "state.json"), "-f", str(pid_file)]
+    rc, p = ss.run("ss-manager", args, timeout=sslib.T(10))
+    assert rc == 0, p.describe()
+    pid = int(pid_file.read_text())
+    try:
+        c = Control((sslib.LOOPBACK4, int(control.rsplit(":", 1)[1])))
+        port, pw = sslib.free_port(), sslib.random_password()
+        assert c.add(port, pw) == "ok"
+        relay_ok(client_for(ss, port, pw, METHODS[0]), echo)
+    finally:
+        os.kill(pid, 15)
+    assert sslib.wait_for(lambda: not sslib.alive(pid), sslib.T(5))
+
+    (tmp_path / "state.json").write_text("not json")
+    rc, p = ss.run("ss-manager", args[:-1] + [str(tmp_path / "other.pid")],
+                   timeout=sslib.T(10))
+    assert rc == 1 and "state file" in p.stderr(), p.describe()
