@@ -31,6 +31,13 @@ static void mgr_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)revents;
 
+	/* A reload of the relays' kind has nothing to read again here: the
+	 * ports change over the control socket. It must not end the process. */
+	if (w->signum == SIGHUP) {
+		ss_notice("SIGHUP: ignored; ports are added and removed over the control socket");
+		return;
+	}
+
 	ss_notice("signal %d: shutting down", w->signum);
 	ss_manager_stop(r->m, mgr_done, r);
 }
@@ -38,7 +45,7 @@ static void mgr_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 int ss_program_manager(ss_config_t *cfg, struct ev_loop *loop, ss_notify_t *sd)
 {
 	mgr_run_t r = {.loop = loop};
-	ev_signal sigint, sigterm;
+	ev_signal sigint, sigterm, sighup;
 	int notify = -1, rc;
 	char err[1024];
 
@@ -72,12 +79,15 @@ int ss_program_manager(ss_config_t *cfg, struct ev_loop *loop, ss_notify_t *sd)
 		       ss_manager_n_ports(r.m));
 	ev_signal_init(&sigint, mgr_signal_cb, SIGINT);
 	ev_signal_init(&sigterm, mgr_signal_cb, SIGTERM);
-	sigint.data = sigterm.data = &r;
+	ev_signal_init(&sighup, mgr_signal_cb, SIGHUP);
+	sigint.data = sigterm.data = sighup.data = &r;
 	ev_signal_start(loop, &sigint);
 	ev_signal_start(loop, &sigterm);
+	ev_signal_start(loop, &sighup);
 	ev_run(loop, 0);
 	ev_signal_stop(loop, &sigint);
 	ev_signal_stop(loop, &sigterm);
+	ev_signal_stop(loop, &sighup);
 	ss_notify_send(sd, "STOPPING=1");
 	ss_manager_destroy(r.m);
 	return 0;

@@ -158,6 +158,10 @@ def test_restart_brings_ports_back(ss, tmp_path, echo):
     control = udp_control()
     mgr, c = start_manager(ss, tmp_path, control)
     ports = two_ports(ss, c, echo)
+    # SIGHUP changes nothing (ports change over the control socket).
+    os.kill(mgr.pid, 1)
+    assert sslib.wait_for(lambda: "SIGHUP" in mgr.stderr(), sslib.T(3)), mgr.describe()
+    assert set(c.ping()) == {p[0] for p in ports}
     # Fields of every kind come back as they were given.
     extra = sslib.free_port()
     assert c.add(extra, "pw", fast_open=True, timeout=300, mode="tcp_and_udp") == "ok"
