@@ -2,9 +2,9 @@
 /* Every setting of shadowsocks-libev 3.3.5's ss-local, ss-server, ss-tunnel
  * and ss-redir, once: the JSON keys of its jconf.c and the flags of its
  * getopt strings and long options, with what we add (--check, --workers,
- * --server-url, ...). The rows are in the order -h lists them. The flags of
- * ss-manager and -A (one-time auth) are rows too, taken only to be refused
- * with a reason, and so are the keys libev reads that we leave alone. */
+ * --server-url, ...), and ss-manager's own. The rows are in the order -h
+ * lists them. -A (one-time auth) is a row too, taken only to be refused with
+ * a reason, and so are the keys libev reads that we leave alone. */
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -126,17 +126,12 @@ static int set_auth(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t
 	return 0;
 }
 
-static int refuse_manager(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen)
-{
-	(void)cfg;
-	return ss_cfg_err(err, errlen, "%s is an ss-manager flag", v->name);
-}
-
 /* ---- The table ---------------------------------------------------------- */
 
 #define FIELD(m) .off = offsetof(ss_config_t, m), .size = sizeof(((ss_config_t *)0)->m)
 #define ALL SS_PROGS_ALL
 #define CLIENTS SS_PROGS_CLIENTS
+#define MGR SS_PROGS(SS_PROG_MANAGER)
 #define ONLY(p) SS_PROGS(SS_PROG_##p)
 #define SOCKS_SCOPE "--socks-user, --socks-pass and --socks-users are for ss-local"
 
@@ -163,7 +158,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .fn = ss_cfg_set_server,
      .field = SS_CF_SERVERS,
      .label = "-s/server",
-     .progs = ALL,
+     .progs = ALL | MGR,
      .required = ALL,
      .help = "Server host name or IP address, or an\nss:// URL; repeat for more (\"host:port\"\n"
 	     "and \"[v6]:port\" work).",
@@ -229,7 +224,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .type = SS_SET_FN,
      .fn = set_method,
      .field = SS_CF_METHOD,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .required = ALL,
      .help = "Encryption method, one of:",
      .help_more = ss_cfg_usage_methods},
@@ -240,7 +235,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .type = SS_SET_STRING,
      FIELD(user),
      .field = SS_CF_USER,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .flags = SS_SET_GAP,
      .help = "Switch to this user after start-up."},
     {.opt = 'f',
@@ -250,7 +245,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .field = -1,
      .label = "-f",
      .noun = "pid file path",
-     .progs = ALL,
+     .progs = ALL | MGR,
      .flags = SS_SET_ARG_NONEMPTY,
      .help = "Run in the background, pid written here."},
     {.key = "timeout",
@@ -263,7 +258,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .expect = "a positive number",
      .unit = "seconds",
      .field = SS_CF_TIMEOUT,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Idle timeout in seconds (default 60)."},
     {.opt = 'c',
      .arg = "<config_file>",
@@ -272,10 +267,15 @@ const ss_setting_t ss_cfg_settings[] = {
      .field = -1,
      .label = "-c",
      .noun = "config file path",
-     .progs = ALL,
+     .progs = ALL | MGR,
      .flags = SS_SET_ARG_NONEMPTY,
      .help = CONFIG_FILE_HELP(")"),
      .help_server = CONFIG_FILE_HELP("or --print-url)"),
+     .help_manager = "JSON config file; flags override it.\n"
+		     "Given no settings, the first that exists of\n"
+		     "~/.config/shadowsocks-libev/config.json,\n"
+		     "/etc/shadowsocks-c/config.json and\n"
+		     "/etc/shadowsocks-libev/config.json; now:",
      .help_more = ss_cfg_usage_default_file},
     {.key = "nofile",
      .opt = 'n',
@@ -286,7 +286,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .max = INT_MAX,
      .expect = "a positive number",
      .field = SS_CF_NOFILE,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Raise the open files limit to this."},
     {.key = "interface",
      .opt = 'i',
@@ -295,7 +295,7 @@ const ss_setting_t ss_cfg_settings[] = {
      FIELD(iface),
      .fn = set_iface,
      .field = SS_CF_IFACE,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Network interface to send traffic through."},
     {.key = "local_address",
      .opt = 'b',
@@ -305,7 +305,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .field = SS_CF_LOCAL_ADDR,
      .label = "-b/local_address",
      .noun = "address",
-     .progs = ALL,
+     .progs = ALL | MGR,
      .flags = SS_SET_ARG_NONEMPTY | SS_SET_FILE_NONEMPTY,
      .help = "Address to listen on (default 127.0.0.1).",
      .help_server = "Local address for outbound connections."},
@@ -327,14 +327,14 @@ const ss_setting_t ss_cfg_settings[] = {
      FIELD(mode),
      .names = mode_names,
      .field = SS_CF_MODE,
-     .progs = ALL},
+     .progs = ALL | MGR},
     {.opt = 'u',
      .type = SS_SET_ENUM,
      FIELD(mode),
      .names = mode_names,
      .flag_value = SS_MODE_TCP_AND_UDP,
      .field = SS_CF_MODE,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .flags = SS_SET_GAP,
      .help = "Relay UDP as well as TCP."},
     {.opt = 'U',
@@ -343,14 +343,14 @@ const ss_setting_t ss_cfg_settings[] = {
      .names = mode_names,
      .flag_value = SS_MODE_UDP_ONLY,
      .field = SS_CF_MODE,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Relay UDP only, no TCP."},
     {.key = "ipv6_first",
      .opt = '6',
      .type = SS_SET_BOOL,
      FIELD(ipv6_first),
      .field = SS_CF_IPV6_FIRST,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Prefer IPv6 when resolving host names."},
     {.key = "nameserver",
      .opt = 'd',
@@ -358,7 +358,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .type = SS_SET_STRING,
      FIELD(nameserver),
      .field = SS_CF_NAMESERVER,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Name servers to use, comma-separated."},
     {.key = "tunnel_address",
      .opt = 'L',
@@ -387,7 +387,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .type = SS_SET_BOOL,
      FIELD(reuse_port),
      .field = SS_CF_REUSE_PORT,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .flags = SS_SET_GAP,
      .help = "Set SO_REUSEPORT on listening sockets."},
     {.key = "workers",
@@ -407,7 +407,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .type = SS_SET_BOOL,
      FIELD(fast_open),
      .field = SS_CF_FAST_OPEN,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Use TCP Fast Open."},
     {.key = "acl",
      .lopt = "acl",
@@ -415,7 +415,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .type = SS_SET_STRING,
      FIELD(acl),
      .field = SS_CF_ACL,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Access control list file."},
     {.key = "mtu",
      .lopt = "mtu",
@@ -425,7 +425,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .min = 0,
      .max = 65535,
      .field = SS_CF_MTU,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "MTU of the network interface (for UDP)."},
     {.key = "udp_timeout",
      .lopt = "udp-timeout",
@@ -436,7 +436,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .max = SS_TIMEOUT_MAX,
      .expect = "a positive number of seconds",
      .field = SS_CF_UDP_TIMEOUT,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Idle time before a UDP association ends (60)."},
     {.key = "udp_max_associations",
      .lopt = "udp-max-associations",
@@ -453,14 +453,14 @@ const ss_setting_t ss_cfg_settings[] = {
      .type = SS_SET_BOOL,
      FIELD(mptcp),
      .field = SS_CF_MPTCP,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Use Multipath TCP."},
     {.key = "no_delay",
      .lopt = "no-delay",
      .type = SS_SET_BOOL,
      FIELD(no_delay),
      .field = SS_CF_NO_DELAY,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Set TCP_NODELAY."},
     {.key = "key",
      .lopt = "key",
@@ -480,7 +480,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .type = SS_SET_STRING,
      FIELD(plugin),
      .field = SS_CF_PLUGIN,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "SIP003 plugin to run: a path, or a name\nin PATH or the working directory; it\n"
 	     "replaces a URL's plugin too.",
      .help_server = "SIP003 plugin to run: a path, or a name\nin PATH or the working directory."},
@@ -490,7 +490,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .type = SS_SET_STRING,
      FIELD(plugin_opts),
      .field = SS_CF_PLUGIN_OPTS,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Its options (SS_PLUGIN_OPTIONS); they\nreplace a URL's too.",
      .help_server = "Its options (SS_PLUGIN_OPTIONS)."},
     {.key = "plugin_mode",
@@ -500,7 +500,7 @@ const ss_setting_t ss_cfg_settings[] = {
      FIELD(plugin_mode),
      .names = mode_names,
      .field = SS_CF_PLUGIN_MODE,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "What it carries: tcp_only (default),\ntcp_and_udp (SIP003u) or udp_only."},
     /* Kept from a file for any program: ss_cfg_finish_socks has its say. */
     {.key = "socks_user",
@@ -543,9 +543,11 @@ const ss_setting_t ss_cfg_settings[] = {
      .label = "--manager-address",
      .noun = "manager address",
      .field = -1,
-     .progs = ONLY(SERVER),
-     .scope = "%s is for ss-server",
+     .progs = ONLY(SERVER) | MGR,
+     .scope = "%s is for ss-server and ss-manager",
      .flags = SS_SET_ARG_NONEMPTY | SS_SET_GAP | SS_SET_FILE_SKIPS,
+     .help_manager =
+	 "Where the manager takes its commands:\nhost:port (UDP) or a Unix socket path.",
      .help = "Send traffic figures to a manager at\nhost:port or a Unix socket path."},
     {.key = "metrics",
      .lopt = "metrics",
@@ -567,6 +569,53 @@ const ss_setting_t ss_cfg_settings[] = {
      .progs = ONLY(SERVER),
      .scope = "%s is for ss-server",
      .help = "Refuse targets at loopback, private,\nlink-local and multicast addresses."},
+    {.key = "workdir",
+     .opt = 'D',
+     .lopt = "workdir",
+     .arg = "<path>",
+     .type = SS_SET_STRING,
+     FIELD(workdir),
+     .field = -1,
+     .label = "-D/--workdir",
+     .noun = "directory",
+     .progs = MGR,
+     .scope = "%s is an ss-manager setting",
+     .flags = SS_SET_ARG_NONEMPTY | SS_SET_FILE_SKIPS,
+     .help = "Working directory: the state file is kept\nthere (ss-manager.json)."},
+    {.key = "state",
+     .lopt = "state",
+     .arg = "<file>",
+     .type = SS_SET_STRING,
+     FIELD(state_file),
+     .field = -1,
+     .label = "--state",
+     .noun = "state file path",
+     .progs = MGR,
+     .scope = "%s is an ss-manager setting",
+     .flags = SS_SET_ARG_NONEMPTY | SS_SET_FILE_SKIPS,
+     .help =
+	 "The file the ports are kept in across\nrestarts (default: in the working directory)."},
+    {.key = "port_password",
+     .type = SS_SET_FN,
+     .fn = ss_cfg_set_port_password,
+     .field = -1,
+     .progs = MGR,
+     .scope = "%s is an ss-manager setting",
+     .flags = SS_SET_FILE_SKIPS | SS_SET_JSON_TEXT},
+    {.key = "plugins",
+     .type = SS_SET_FN,
+     .fn = ss_cfg_set_plugins,
+     .field = -1,
+     .progs = MGR,
+     .scope = "%s is an ss-manager setting",
+     .flags = SS_SET_FILE_SKIPS | SS_SET_JSON_TEXT},
+    {.key = "acl_dir",
+     .type = SS_SET_STRING,
+     FIELD(acl_dir),
+     .field = -1,
+     .progs = MGR,
+     .scope = "%s is an ss-manager setting",
+     .flags = SS_SET_FILE_SKIPS},
     {.lopt = "print-url",
      .type = SS_SET_BOOL,
      FIELD(print_url),
@@ -581,7 +630,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .type = SS_SET_FN,
      .fn = set_verbose,
      .field = SS_CF_VERBOSE,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .flags = SS_SET_GAP | SS_SET_JSON_TEXT,
      .help = "More log output; repeat for even more."},
     {.lopt = "check",
@@ -596,12 +645,12 @@ const ss_setting_t ss_cfg_settings[] = {
      .lopt = "help",
      .type = SS_SET_HELP,
      .field = -1,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Show this help."},
     {.lopt = "version",
      .type = SS_SET_VERSION,
      .field = -1,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Show the version, what runs each method's\ncrypto on this CPU, and the libraries."},
 
     /* In files only. */
@@ -609,7 +658,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .type = SS_SET_BOOL,
      FIELD(use_syslog),
      .field = SS_CF_USE_SYSLOG,
-     .progs = ALL},
+     .progs = ALL | MGR},
     {.key = "users",
      .type = SS_SET_FN,
      .fn = ss_cfg_set_users,
@@ -638,15 +687,14 @@ const ss_setting_t ss_cfg_settings[] = {
     {.lopt = "executable",
      .arg = "<path>",
      .type = SS_SET_FN,
-     .fn = refuse_manager,
+     .fn = ss_cfg_set_executable,
      .field = -1,
-     .progs = ALL,
-     .flags = SS_SET_REFUSED},
+     .progs = MGR,
+     .scope = "%s is an ss-manager flag",
+     .help = "Taken and ignored: every port runs in\nthis process, not in an ss-server."},
     /* Keys of shadowsocks-libev 3.3.5 (src/jconf.c) that these programs do
      * not act on, each listed in docs/compatibility.md: ss-manager's, and
      * dscp. A file shared with libev's programs may hold them. */
-    {.key = "port_password", .type = SS_SET_UNUSED, .field = -1},
-    {.key = "workdir", .type = SS_SET_UNUSED, .field = -1},
     {.key = "dscp", .type = SS_SET_UNUSED, .field = -1},
 };
 
