@@ -207,6 +207,9 @@ void ss_config_init(ss_config_t *cfg, ss_prog_t prog)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->prog = prog;
 	cfg->prog_name = prog_default_name[prog];
+	/* The ports of a manager, whose users anyone may be, keep away from
+	 * the server's own network unless told otherwise. */
+	cfg->block_private = prog == SS_PROG_MANAGER;
 }
 
 void ss_config_clear(ss_config_t *cfg)

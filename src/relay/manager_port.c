@@ -48,6 +48,7 @@ int mgr_defaults(ss_manager_t *m)
 	     cJSON_AddStringToObject(o, "mode", mode_names[c->mode]) &&
 	     add_bool(o, "fast_open", c->fast_open) && add_bool(o, "no_delay", c->no_delay) &&
 	     add_bool(o, "reuse_port", c->reuse_port) && add_bool(o, "mptcp", c->mptcp) &&
+	     add_bool(o, "block_private", c->block_private) &&
 	     add_bool(o, "ipv6_first", c->ipv6_first) && add_text(o, "nameserver", c->nameserver) &&
 	     add_text(o, "interface", c->iface) && add_text(o, "local_address", c->local_addr) &&
 	     add_text(o, "acl", c->acl) && add_text(o, "plugin", c->plugin) &&

@@ -54,14 +54,20 @@ class Control:
         self.sock.close()
 
 
+def loopback_config(tmp_path, **config):
+    """A manager file whose ports may reach loopback, where every target of
+    these tests is ("block_private" is on by default)."""
+    config.setdefault("block_private", False)
+    path = tmp_path / "manager.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
 def start_manager(ss, tmp_path, control, extra=(), config=None, name="ss-manager"):
     """ss-manager with its state file in tmp_path; waits until it answers."""
     args = ["--manager-address", control, "-s", sslib.LOOPBACK4, "-m", METHODS[0],
             "--state", str(tmp_path / "state.json")] + list(extra)
-    if config is not None:
-        path = tmp_path / "manager.json"
-        path.write_text(json.dumps(config))
-        args += ["-c", str(path)]
+    args += ["-c", loopback_config(tmp_path, **(config or {}))]
     p = ss.procs.start(ss.exe("ss-manager"), args, name=name)
     addr = control if control.startswith("/") else (
         sslib.LOOPBACK4, int(control.rsplit(":", 1)[1]))
@@ -256,10 +262,9 @@ def test_allowed_plugin_runs_by_name(ss, tmp_path, echo):
     here = os.path.dirname(os.path.abspath(__file__))
     os.symlink(os.path.join(here, "xorplugin.py"), bindir / "xorplugin")
     env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ.get("PATH", "")))
-    config = {"plugins": ["xorplugin"]}
     args = ["--manager-address", udp_control(), "-s", sslib.LOOPBACK4, "-m", METHODS[0],
-            "--state", str(tmp_path / "state.json"), "-c", str(tmp_path / "m.json")]
-    (tmp_path / "m.json").write_text(json.dumps(config))
+            "--state", str(tmp_path / "state.json"),
+            "-c", loopback_config(tmp_path, plugins=["xorplugin"])]
     mgr = ss.procs.start(ss.exe("ss-manager"), args, env=env)
     c = Control((sslib.LOOPBACK4, int(args[1].rsplit(":", 1)[1])))
     assert sslib.wait_for(lambda: "started" in mgr.stderr(), sslib.T(10)), mgr.describe()
@@ -276,7 +281,8 @@ def test_allowed_plugin_runs_by_name(ss, tmp_path, echo):
 def test_control_on_ipv6_loopback(ss, tmp_path, echo):
     """[::1]:PORT is a loopback control socket: no warning, and it serves."""
     port = sslib.free_port(sslib.LOOPBACK6, socket.SOCK_DGRAM)
-    args = ["--manager-address", "[::1]:%d" % port, "-s", sslib.LOOPBACK4, "-m", METHODS[0]]
+    args = ["--manager-address", "[::1]:%d" % port, "-s", sslib.LOOPBACK4, "-m", METHODS[0],
+            "-c", loopback_config(tmp_path)]
     mgr = ss.procs.start(ss.exe("ss-manager"), args)
     assert sslib.wait_for(lambda: "started" in mgr.stderr(), sslib.T(10)), mgr.describe()
     assert "not on loopback" not in mgr.stderr()
@@ -295,7 +301,8 @@ def test_daemon_serves_and_reports_a_failed_start(ss, tmp_path, echo):
     control = udp_control()
     pid_file = tmp_path / "mgr.pid"
     args = ["--manager-address", control, "-s", sslib.LOOPBACK4, "-m", METHODS[0],
-            "--state", str(tmp_path / "state.json"), "-f", str(pid_file)]
+            "--state", str(tmp_path / "state.json"), "-c", loopback_config(tmp_path),
+            "-f", str(pid_file)]
     rc, p = ss.run("ss-manager", args, timeout=sslib.T(10))
     assert rc == 0, p.describe()
     pid = int(pid_file.read_text())
@@ -312,3 +319,24 @@ def test_daemon_serves_and_reports_a_failed_start(ss, tmp_path, echo):
     rc, p = ss.run("ss-manager", args[:-1] + [str(tmp_path / "other.pid")],
                    timeout=sslib.T(10))
     assert rc == 1 and "state file" in p.stderr(), p.describe()
+
+
+def test_ports_refuse_private_targets_by_default(ss, tmp_path, echo):
+    """Without "block_private": false, a port's clients cannot reach the
+    server's loopback (the echo server here), and the refusal is logged."""
+    control = udp_control()
+    args = ["--manager-address", control, "-s", sslib.LOOPBACK4, "-m", METHODS[0]]
+    mgr = ss.procs.start(ss.exe("ss-manager"), args)
+    assert sslib.wait_for(lambda: "started" in mgr.stderr(), sslib.T(10)), mgr.describe()
+    c = Control((sslib.LOOPBACK4, int(control.rsplit(":", 1)[1])))
+    port, pw = sslib.free_port(), sslib.random_password()
+    assert c.add(port, pw) == "ok"
+    client = client_for(ss, port, pw, METHODS[0])
+    try:
+        relay_ok(client, echo, nbytes=100)
+        reached = True
+    except (OSError, AssertionError, sslib.SocksError):
+        reached = False
+    assert not reached, "a manager's port relayed to loopback"
+    assert sslib.wait_for(lambda: "block-private" in mgr.stderr(), sslib.T(5)), mgr.describe()
+    assert not echo.records, echo.records
