@@ -68,6 +68,10 @@ typedef enum {
 	SS_PROG_SERVER, /* Shadowsocks in, the target out */
 	SS_PROG_TUNNEL, /* a fixed target (tunnel_address) through a server */
 	SS_PROG_REDIR,  /* a transparent proxy: the firewall's original destination */
+	/* ss-manager: many ss-server ports in one process, added and removed
+	 * over a control socket; for ss_program_main only (ss_config_new
+	 * refuses it). */
+	SS_PROG_MANAGER,
 } ss_prog_t;
 
 /* ---- Configuration ---------------------------------------------------

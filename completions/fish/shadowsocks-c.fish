@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-# fish completion for ss-local, ss-server, ss-tunnel and ss-redir (shadowsocks-c),
-# installed as ss-local.fish, ss-server.fish, ss-tunnel.fish and ss-redir.fish.
+# fish completion for ss-local, ss-server, ss-tunnel, ss-redir and ss-manager
+# (shadowsocks-c), installed as ss-local.fish, ss-server.fish, ss-tunnel.fish,
+# ss-redir.fish and ss-manager.fish.
 
 function __ss_methods
     printf '%s\n' aes-128-gcm aes-192-gcm aes-256-gcm chacha20-ietf-poly1305 \
@@ -20,12 +21,8 @@ function __ss_plugins
     end | sort -u
 end
 
-for prog in ss-local ss-server ss-tunnel ss-redir
+for prog in ss-local ss-server ss-tunnel ss-redir ss-manager
     complete -c $prog -f
-    complete -c $prog -s p -x -d 'Server port'
-    complete -c $prog -s l -x -d 'Local port'
-    complete -c $prog -s k -l password -x -d 'Password'
-    complete -c $prog -l key -x -d 'Key in base64, instead of a password'
     complete -c $prog -s m -x -a '(__ss_methods)' -d 'Encryption method'
     complete -c $prog -s a -x -a '(__fish_complete_users)' -d 'Switch to this user'
     complete -c $prog -s f -r -F -d 'Run in the background, pid file'
@@ -41,7 +38,6 @@ for prog in ss-local ss-server ss-tunnel ss-redir
     complete -c $prog -s v -d 'More log output'
     complete -c $prog -s h -l help -d 'Show the options'
     complete -c $prog -l version -d 'Version, crypto in use and libraries'
-    complete -c $prog -l check -d 'Check the configuration, print what would run'
     complete -c $prog -l fast-open -d 'TCP Fast Open'
     complete -c $prog -l reuse-port -d 'SO_REUSEPORT on listening sockets'
     complete -c $prog -l no-delay -d 'TCP_NODELAY'
@@ -52,6 +48,13 @@ for prog in ss-local ss-server ss-tunnel ss-redir
     complete -c $prog -l plugin-opts -x -d 'Plugin options (SS_PLUGIN_OPTIONS)'
     complete -c $prog -l plugin-mode -x -a 'tcp_only tcp_and_udp udp_only' -d 'What goes through the plugin'
     complete -c $prog -l udp-timeout -x -d 'UDP association idle timeout in seconds'
+end
+for prog in ss-local ss-server ss-tunnel ss-redir
+    complete -c $prog -s p -x -d 'Server port'
+    complete -c $prog -s l -x -d 'Local port'
+    complete -c $prog -s k -l password -x -d 'Password'
+    complete -c $prog -l key -x -d 'Key in base64, instead of a password'
+    complete -c $prog -l check -d 'Check the configuration, print what would run'
     complete -c $prog -l udp-max-associations -x -d 'Most UDP associations at once'
     complete -c $prog -l workers -x -d 'Loops, each on a thread of its own'
 end
@@ -67,3 +70,8 @@ complete -c ss-local -l socks-pass -x -d 'That SOCKS5 user'"'"'s password'
 complete -c ss-local -l socks-users -r -F -d 'File of SOCKS5 users, name:password a line'
 complete -c ss-tunnel -s L -x -d 'Tunnel destination host:port'
 complete -c ss-redir -s T -l tcp-tproxy -d 'TCP arrives by TPROXY, not REDIRECT'
+complete -c ss-manager -s s -x -d 'Address the ports listen on'
+complete -c ss-manager -l manager-address -r -d 'Where commands come: host:port or a Unix socket'
+complete -c ss-manager -l executable -r -F -d 'Ignored: every port runs in the manager'
+complete -c ss-manager -s D -l workdir -x -a '(__fish_complete_directories)' -d 'Working directory, where the state file is kept'
+complete -c ss-manager -l state -r -F -d 'The file the ports are kept in'

@@ -16,10 +16,8 @@
 #define SS_CONFIG_FILE_MAX (1024 * 1024)
 
 static const char *const prog_default_name[] = {
-    [SS_PROG_LOCAL] = "ss-local",
-    [SS_PROG_SERVER] = "ss-server",
-    [SS_PROG_TUNNEL] = "ss-tunnel",
-    [SS_PROG_REDIR] = "ss-redir",
+    [SS_PROG_LOCAL] = "ss-local", [SS_PROG_SERVER] = "ss-server",   [SS_PROG_TUNNEL] = "ss-tunnel",
+    [SS_PROG_REDIR] = "ss-redir", [SS_PROG_MANAGER] = "ss-manager",
 };
 
 int ss_cfg_err(char *err, size_t errlen, const char *fmt, ...)
@@ -209,6 +207,9 @@ void ss_config_init(ss_config_t *cfg, ss_prog_t prog)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->prog = prog;
 	cfg->prog_name = prog_default_name[prog];
+	/* The ports of a manager, whose users anyone may be, keep away from
+	 * the server's own network unless told otherwise. */
+	cfg->block_private = prog == SS_PROG_MANAGER;
 }
 
 void ss_config_clear(ss_config_t *cfg)
@@ -225,6 +226,11 @@ void ss_config_clear(ss_config_t *cfg)
 	ss_wipe(cfg->key_b64, sizeof(cfg->key_b64));
 	ss_cfg_wipe_servers(cfg);
 	ss_cfg_clear_socks(cfg);
+	if (cfg->port_password != NULL) {
+		ss_wipe(cfg->port_password, strlen(cfg->port_password));
+		free(cfg->port_password);
+	}
+	cfg->port_password = NULL;
 }
 
 /* The directory the default files are looked for in: /etc, or another one
@@ -529,6 +535,8 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 {
 	bool client = cfg->prog != SS_PROG_SERVER;
 
+	if (cfg->prog == SS_PROG_MANAGER)
+		return ss_cfg_finish_manager(cfg, err, errlen);
 	/* libev 3.3.5 ss-server listens on 0.0.0.0 only when no -s is given.
 	 * We listen on "::", which on Linux (bindv6only=0, the default) takes
 	 * IPv4 too, so the old behaviour is kept and IPv6 clients work as well. */

@@ -185,6 +185,21 @@ struct ss_config {
 	 * loopback, private, link-local, CGNAT, multicast and unspecified
 	 * addresses, names resolving to them included. */
 	bool block_private;
+	/* ss-manager: -D/--workdir / "workdir", --state / "state" (the file
+	 * its ports are kept in; default workdir/ss-manager.json, none without
+	 * either), "acl_dir" (where an "acl" a port is added with must lie),
+	 * "plugins" (the plugins a port may be added with: program names,
+	 * '\n' between them) and "port_password" (the JSON object as given,
+	 * allocated, wiped and freed by ss_config_clear; NULL: none). */
+	char workdir[4096];
+	char state_file[4096];
+	char acl_dir[4096];
+	char plugins_allowed[SS_PLUGIN_MAX];
+	char *port_password;
+	/* A top-level plugin to run as a program's name only, found in PATH,
+	 * never a path or a command line (as a URL's: ss_url_plugin_name_ok).
+	 * Set by ss-manager for a plugin a port was added with. */
+	bool plugin_name_only;
 	/* --print-url (ss-server): print the ss:// URLs clients need and exit.
 	 * The password text is then kept (for the URLs) until ss_config_clear. */
 	bool print_url;

@@ -128,6 +128,9 @@ int ss_cfg_add_server(ss_config_t *cfg, const char *text, const char *origin, bo
  * plugin, its own or the top-level ones; the entries' secret text is wiped.
  * 0 or -EINVAL naming the entry. */
 int ss_cfg_finish_servers(ss_config_t *cfg, char *err, size_t errlen);
+/* ss-manager's configuration as a whole (config_manager.c): its defaults
+ * for the ports stay as given, each port's own configuration checks them. */
+int ss_cfg_finish_manager(ss_config_t *cfg, char *err, size_t errlen);
 /* Wipes the entries' keys and secret text. */
 void ss_cfg_wipe_servers(ss_config_t *cfg);
 

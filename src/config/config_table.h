@@ -39,6 +39,7 @@ typedef enum {
 	(SS_PROGS(SS_PROG_LOCAL) | SS_PROGS(SS_PROG_SERVER) | SS_PROGS(SS_PROG_TUNNEL) |           \
 	 SS_PROGS(SS_PROG_REDIR))
 #define SS_PROGS_CLIENTS (SS_PROGS_ALL & ~SS_PROGS(SS_PROG_SERVER))
+/* SS_PROGS_ALL is the four relays; ss-manager takes the rows that name it. */
 
 enum {
 	/* Its value is never quoted in a message. */
@@ -103,8 +104,9 @@ typedef struct ss_setting {
 	unsigned flags;
 	/* -h: the programs that show it without [ ] (the settings they need) */
 	unsigned required;
-	const char *help;        /* -h lines, '\n' between them; NULL: not in -h */
-	const char *help_server; /* ss-server's lines, where they differ */
+	const char *help;         /* -h lines, '\n' between them; NULL: not in -h */
+	const char *help_server;  /* ss-server's (and ss-manager's) lines, where they differ */
+	const char *help_manager; /* ss-manager's, where they differ from those */
 	/* -h lines computed when printed, after help (-m's methods). */
 	void (*help_more)(FILE *f, ss_prog_t prog);
 } ss_setting_t;
@@ -167,6 +169,10 @@ int ss_cfg_set_server(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size
 int ss_cfg_set_server_url(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen);
 int ss_cfg_set_servers(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen);
 int ss_cfg_set_users(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen);
+/* ss-manager's (config_manager.c): "port_password", "plugins", --executable. */
+int ss_cfg_set_port_password(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen);
+int ss_cfg_set_plugins(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen);
+int ss_cfg_set_executable(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen);
 /* A "servers" entry's "plugin_mode", by the rule of the top-level one: 0,
  * or -EINVAL with err. */
 int ss_cfg_mode_json(const struct cJSON *j, ss_relay_mode_t *mode, char *err, size_t errlen);

@@ -60,10 +60,8 @@ void ss_cfg_usage_default_file(FILE *f, ss_prog_t prog)
 }
 
 static const char *const prog_names[] = {
-    [SS_PROG_LOCAL] = "ss-local",
-    [SS_PROG_SERVER] = "ss-server",
-    [SS_PROG_TUNNEL] = "ss-tunnel",
-    [SS_PROG_REDIR] = "ss-redir",
+    [SS_PROG_LOCAL] = "ss-local", [SS_PROG_SERVER] = "ss-server",   [SS_PROG_TUNNEL] = "ss-tunnel",
+    [SS_PROG_REDIR] = "ss-redir", [SS_PROG_MANAGER] = "ss-manager",
 };
 
 void ss_config_version(ss_prog_t prog, void *out)
@@ -92,7 +90,10 @@ void ss_config_version(ss_prog_t prog, void *out)
  * prog needs it, then its help text. */
 static void usage_setting(FILE *f, const ss_setting_t *s, ss_prog_t prog)
 {
-	const char *help = prog == SS_PROG_SERVER && s->help_server ? s->help_server : s->help;
+	bool serves = prog == SS_PROG_SERVER || prog == SS_PROG_MANAGER;
+	const char *help = prog == SS_PROG_MANAGER && s->help_manager ? s->help_manager
+			   : serves && s->help_server                 ? s->help_server
+								      : s->help;
 	const char *open = (s->required & SS_PROGS(prog)) ? "" : "[";
 	const char *close = *open ? "]" : "";
 	char flag[64], desc[64];

@@ -217,6 +217,13 @@ static int out_of_scope(const ss_config_t *cfg, const ss_cfg_value_t *v, char *e
 		return 1;
 	if (v->json != NULL && (s->flags & SS_SET_FILE_KEEPS))
 		return 0;
+	/* ss-manager reads a file its ports' programs may share (libev's
+	 * does), and sets its ports' settings over the control socket. */
+	if (v->json != NULL && cfg->prog == SS_PROG_MANAGER)
+		return 1;
+	if (s->scope == NULL)
+		return ss_cfg_err(err, errlen, "%s is not a setting of %s", v->name,
+				  cfg->prog_name);
 	return ss_cfg_err(err, errlen, s->scope, v->name, cfg->prog_name);
 }
 

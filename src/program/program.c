@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "net/inherit.h"
 #include "program/check.h"
+#include "program/program.h"
 #include "relay/instance.h"
 #include "relay/workers.h"
 #include "shadowsocks.h"
@@ -136,10 +137,11 @@ static void program_event_cb(ss_instance_t *inst, ss_instance_event_t ev, const 
 
 static const char *program_name(ss_prog_t prog)
 {
-	return prog == SS_PROG_SERVER   ? "ss-server"
-	       : prog == SS_PROG_TUNNEL ? "ss-tunnel"
-	       : prog == SS_PROG_REDIR  ? "ss-redir"
-					: "ss-local";
+	return prog == SS_PROG_SERVER    ? "ss-server"
+	       : prog == SS_PROG_TUNNEL  ? "ss-tunnel"
+	       : prog == SS_PROG_REDIR   ? "ss-redir"
+	       : prog == SS_PROG_MANAGER ? "ss-manager"
+					 : "ss-local";
 }
 
 /* ss-server --print-url: each URL on stdout, with a QR code of it for a
@@ -529,6 +531,13 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	if (!program_configure(&cfg, prog, argc, argv, &status))
 		return status;
 	program_log_setup(&p, &cfg, name);
+	if (prog == SS_PROG_MANAGER) {
+		ev_set_allocator(program_ev_alloc);
+		status = ss_program_manager(&cfg, EV_DEFAULT, &p.sd);
+		ss_notify_close(&p.sd);
+		ss_config_clear(&cfg);
+		return status;
+	}
 	if (program_create(&p, &cfg, err, sizeof(err)) < 0) {
 		ss_err("%s", err);
 		ss_config_clear(&cfg);

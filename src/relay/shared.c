@@ -154,8 +154,9 @@ static int shared_plugins(ss_shared_t *sh, char *err, size_t errlen)
 		const ss_config_server_t *e = &cfg->servers[i];
 		uint16_t port = e->port ? e->port : cfg->server_port;
 		if (cfg->prog == SS_PROG_SERVER && cfg->plugin[0])
-			rc = shared_plugin(sh, i, cfg->plugin, false, cfg->plugin_opts, e->host,
-					   port, cfg->plugin_tcp, cfg->plugin_udp, err, errlen);
+			rc = shared_plugin(sh, i, cfg->plugin, cfg->plugin_name_only,
+					   cfg->plugin_opts, e->host, port, cfg->plugin_tcp,
+					   cfg->plugin_udp, err, errlen);
 		else if (cfg->prog != SS_PROG_SERVER && e->plugin[0])
 			rc =
 			    shared_plugin(sh, i, e->plugin, e->plugin_from_url, e->plugin_opts,

@@ -152,6 +152,15 @@ static void parsers(void)
 	put_text("fuzz_hosts", "odd", "\x02  10.0.0.1 a b c\r\nnot-an-address x\n\n10.0.0.2\n");
 	/* What found the parser taking a NUL-cut (empty) name. */
 	put("fuzz_hosts", "regress_nul_name", "#\n\x03::\n\n::\0\r\0#", 13);
+	put_text("fuzz_mgrcmd", "add",
+		 "add: {\"server_port\": 8388, \"password\": \"pw\", \"method\": "
+		 "\"aes-256-gcm\", \"mode\": \"tcp_and_udp\", \"fast_open\": true, "
+		 "\"timeout\": 300, \"plugin\": \"obfs-server\", \"plugin_opts\": "
+		 "\"obfs=http\", \"acl\": \"/etc/a.acl\"}");
+	put_text("fuzz_mgrcmd", "remove", "remove: {\"server_port\": \"8388\"}\n");
+	put_text("fuzz_mgrcmd", "list", "list");
+	put_text("fuzz_mgrcmd", "ping", "ping\n");
+	put_text("fuzz_mgrcmd", "stat", "stat: {\"8388\": 11}");
 }
 
 static void config(void)

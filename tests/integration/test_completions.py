@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-PROGS = ("ss-server", "ss-local", "ss-tunnel", "ss-redir")
+PROGS = ("ss-server", "ss-local", "ss-tunnel", "ss-redir", "ss-manager")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BASH = os.path.join(ROOT, "completions", "bash")
 ZSH = os.path.join(ROOT, "completions", "zsh")
@@ -31,7 +31,8 @@ def help_options(ss, prog):
     rc, p = ss.run(prog, ["-h"])
     assert rc == 0, p.describe()
     opts = set(re.findall(r"(?<![\w-])" + OPTION + r"(?![\w-])", p.stdout() + p.stderr()))
-    assert "-s" in opts and "--version" in opts and "--check" in opts, p.stdout()
+    assert "-s" in opts and "--version" in opts, p.stdout()
+    assert ("--check" in opts) == (prog != "ss-manager"), p.stdout()
     return opts
 
 
@@ -85,7 +86,8 @@ def zsh_options(prog):
     branches = text.split("\ncase $service in\n")[1].split("\nesac")[0]
     branch = re.search(r"(?ms)^%s\) (.*?);;" % re.escape(prog), branches) or \
         re.search(r"(?ms)^\*\) (.*?);;", branches)
-    spec = common + "\n" + branch.group(1)
+    # ss-manager's branch names its options itself, without the common ones.
+    spec = (common + "\n" if "$common" in branch.group(1) else "") + branch.group(1)
     return set(re.findall(r"['\"{,*]" + OPTION + r"(?=[\[',}])", spec))
 
 
@@ -106,7 +108,8 @@ def test_help_man_page_and_completions_agree(ss, prog):
         assert not got - opts, "%s: %s names %s, which -h does not" % (
             prog, where, sorted(got - opts))
     assert ("--print-url" in opts) == (prog == "ss-server")
-    assert ("--server-url" in opts) == (prog != "ss-server")
+    assert ("--server-url" in opts) == (prog not in ("ss-server", "ss-manager"))
+    assert ("--state" in opts) == ("--executable" in opts) == (prog == "ss-manager")
     assert ("-L" in opts) == (prog == "ss-tunnel")
     assert ("-T" in opts) == ("--tcp-tproxy" in opts) == (prog == "ss-redir")
 

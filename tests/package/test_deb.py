@@ -14,9 +14,9 @@ import pytest
 import sslib
 from conftest import PACKAGES, SOURCE, multiarch
 
-PROGRAMS = ("ss-local", "ss-server", "ss-tunnel", "ss-redir")
+PROGRAMS = ("ss-local", "ss-server", "ss-tunnel", "ss-redir", "ss-manager")
 UNITS = ("ss-server.service", "ss-server@.service", "ss-local@.service", "ss-tunnel@.service",
-         "ss-redir@.service")
+         "ss-redir@.service", "ss-manager.service")
 MAX_EXPOSURE = 2.0
 
 

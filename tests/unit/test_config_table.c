@@ -67,7 +67,7 @@ static void test_rows_complete(void **state)
 		if (s->flags & (SS_SET_ARG_NONEMPTY | SS_SET_SECRET))
 			assert_true(s->type == SS_SET_FN || (s->noun != NULL && s->label != NULL));
 		/* An option outside some programs says why there. */
-		if (s->type != SS_SET_UNUSED && s->progs != SS_PROGS_ALL &&
+		if (s->type != SS_SET_UNUSED && (s->progs & SS_PROGS_ALL) != SS_PROGS_ALL &&
 		    (option || !(s->flags & (SS_SET_FILE_SKIPS | SS_SET_FILE_KEEPS))))
 			assert_non_null(s->scope);
 		/* -h names every option a program takes. */

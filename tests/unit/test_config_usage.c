@@ -83,6 +83,8 @@ static void test_usage_matches_parser(void **state)
 	check_prog(SS_PROG_LOCAL);
 	check_prog(SS_PROG_SERVER);
 	check_prog(SS_PROG_TUNNEL);
+	check_prog(SS_PROG_REDIR);
+	check_prog(SS_PROG_MANAGER);
 }
 
 static void test_options_per_program(void **state)

@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT */
+/* ss-manager's control socket: one command a datagram, the reply to its
+ * sender (proto/mgrcmd.h), and the manager's start and end. */
+
+#include "relay/manager.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "net/sock.h"
+#include "proto/mgrcmd.h"
+#include "relay/manager_internal.h"
+#include "util/log.h"
+
+/* Commands read per wake-up, so that one busy sender cannot hold the loop. */
+#define MGR_BATCH 64
+
+typedef struct mgr_reply {
+	char *text;
+	size_t len, cap;
+	bool failed;
+} mgr_reply_t;
+
+static void reply_add(mgr_reply_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void reply_add(mgr_reply_t *r, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(r->text + r->len, r->cap - r->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			r->failed = true;
+			return;
+		}
+		if ((size_t)n < r->cap - r->len) {
+			r->len += (size_t)n;
+			return;
+		}
+		size_t cap = r->cap * 2 + (size_t)n;
+		char *t = realloc(r->text, cap);
+		if (!t) {
+			r->failed = true;
+			return;
+		}
+		r->text = t;
+		r->cap = cap;
+	}
+}
+
+/* "stat: {"8388":BYTES,...}": each port's bytes both ways. */
+static void mgr_ping(ss_manager_t *m, mgr_reply_t *r)
+{
+	reply_add(r, "stat: {");
+	for (size_t i = 0; i < m->n_ports; i++) {
+		ss_stats_t st;
+		ss_instance_stats(m->ports[i]->inst, &st);
+		reply_add(r, "%s\"%u\":%llu", i ? "," : "", m->ports[i]->port,
+			  (unsigned long long)(st.bytes_up + st.bytes_down));
+	}
+	reply_add(r, "}");
+}
+
+/* As libev lists them: one object a line, the port as a string, with the
+ * password and method and what else the port was added with. */
+static void mgr_list(ss_manager_t *m, mgr_reply_t *r)
+{
+	reply_add(r, "[");
+	for (size_t i = 0; i < m->n_ports; i++) {
+		const mgr_port_t *p = m->ports[i];
+		cJSON *o = cJSON_CreateObject();
+		char port[8], *text = NULL;
+		bool ok;
+
+		snprintf(port, sizeof(port), "%u", p->port);
+		ok = o && cJSON_AddStringToObject(o, "server_port", port);
+		for (const cJSON *f = p->fields->child; ok && f; f = f->next)
+			ok = cJSON_AddStringToObject(o, f->string, f->valuestring) != NULL;
+		if (ok && !cJSON_GetObjectItemCaseSensitive(o, "method"))
+			ok = cJSON_AddStringToObject(o, "method", mgr_port_method(p)) != NULL;
+		text = ok ? cJSON_PrintUnformatted(o) : NULL;
+		if (!text)
+			r->failed = true;
+		else
+			reply_add(r, "%s\n\t%s", i ? "," : "", text);
+		free(text);
+		cJSON_Delete(o);
+	}
+	reply_add(r, "%s]", m->n_ports ? "\n" : "");
+}
+
+/* One command; the reply in r (nothing for "stat:"). */
+static void mgr_command(ss_manager_t *m, const char *buf, size_t len, const char *from,
+			mgr_reply_t *r)
+{
+	ss_mgr_cmd_t cmd;
+	char err[512];
+	int rc;
+
+	if (ss_mgr_cmd_parse(buf, len, &cmd, err, sizeof(err)) < 0) {
+		ss_warn("control socket: command from %s refused: %s", from, err);
+		reply_add(r, "err");
+		return;
+	}
+	switch (cmd.verb) {
+	case SS_MGR_PING:
+		mgr_ping(m, r);
+		break;
+	case SS_MGR_LIST:
+		mgr_list(m, r);
+		break;
+	case SS_MGR_STAT:
+		break;
+	case SS_MGR_ADD:
+		rc = mgr_port_add(m, cmd.port, cmd.fields, err, sizeof(err));
+		cmd.fields = NULL; /* the port's now, or freed */
+		if (rc < 0) {
+			ss_err("add port %u: %s", cmd.port, err);
+			reply_add(r, "err");
+			break;
+		}
+		ss_notice("port %u added", cmd.port);
+		mgr_state_save(m);
+		reply_add(r, "ok");
+		break;
+	case SS_MGR_REMOVE:
+		/* libev answers ok for a port it does not serve, too. */
+		if (mgr_port_remove(m, cmd.port) < 0) {
+			ss_warn("remove port %u: not served", cmd.port);
+		} else {
+			ss_notice("port %u removed", cmd.port);
+			mgr_state_save(m);
+		}
+		reply_add(r, "ok");
+		break;
+	}
+	ss_mgr_cmd_free(&cmd);
+}
+
+static void mgr_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	ss_manager_t *m = w->data;
+	(void)loop;
+	(void)revents;
+
+	for (int i = 0; i < MGR_BATCH && m->fd >= 0; i++) {
+		struct sockaddr_storage sa;
+		socklen_t salen = sizeof(sa);
+		mgr_reply_t r = {0};
+		char from[SS_ADDR_STRLEN] = "a local socket";
+		ssize_t n =
+		    recvfrom(m->fd, m->buf, SS_MGR_CMD_MAX, 0, (struct sockaddr *)&sa, &salen);
+
+		if (n < 0)
+			break;
+		if (sa.ss_family != AF_UNIX)
+			ss_sockaddr_format((struct sockaddr *)&sa, from, sizeof(from));
+		mgr_command(m, m->buf, (size_t)n, from, &r);
+		if (r.failed || r.len > SS_MGR_CMD_MAX) {
+			ss_err("control socket: the reply to %s does not fit a datagram", from);
+			free(r.text);
+			r = (mgr_reply_t){0};
+			reply_add(&r, "err");
+		}
+		if (r.len && salen > sizeof(sa_family_t) &&
+		    sendto(m->fd, r.text, r.len, 0, (struct sockaddr *)&sa, salen) < 0)
+			ss_debug("control socket: reply to %s: %s", from, strerror(errno));
+		free(r.text);
+	}
+}
+
+/* A Unix socket's path (nothing of HOST:PORT's form), or HOST:PORT. */
+static bool mgr_is_unix(const char *addr)
+{
+	return addr[0] == '/' || addr[0] == '.' || !strchr(addr, ':');
+}
+
+static bool mgr_loopback(const struct sockaddr_storage *sa)
+{
+	if (sa->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+static int mgr_bind_unix(ss_manager_t *m, const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	mode_t old;
+	int rc;
+
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen,
+			 "--manager-address %.128s: a Unix socket path is at most %zu bytes", path,
+			 sizeof(sun.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sun.sun_path, path);
+	m->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (m->fd < 0)
+		goto fail;
+	/* A stale socket of an earlier run; never a file of another kind. */
+	struct stat st;
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);
+	old = umask(0177); /* the socket is made 0600, with no moment wider */
+	rc = bind(m->fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (rc < 0)
+		goto fail;
+	strcpy(m->unix_path, path);
+	ss_notice("control socket: %s (Unix, mode 0600)", path);
+	return 0;
+fail:
+	rc = -errno;
+	snprintf(err, errlen, "--manager-address %.128s: %s", path, strerror(errno));
+	return rc;
+}
+
+static int mgr_bind(ss_manager_t *m, char *err, size_t errlen)
+{
+	const char *addr = m->cfg->manager_address;
+	char host[256];
+	const char *colon = strrchr(addr, ':');
+	struct sockaddr_storage sa;
+	socklen_t len;
+	char one[SS_ADDR_STRLEN], *end;
+	long port;
+	int rc;
+
+	if (mgr_is_unix(addr))
+		return mgr_bind_unix(m, addr, err, errlen);
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	port = strtol(colon + 1, &end, 10);
+	if (!colon[1] || *end || port < 1 || port > 65535) {
+		snprintf(err, errlen, "--manager-address %.128s: the port must be 1-65535", addr);
+		return -EINVAL;
+	}
+	if ((rc = ss_sock_resolve_startup(host, (unsigned)port, false, true, &sa, &len, err,
+					  errlen)) < 0)
+		return rc;
+	m->fd = socket(sa.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (m->fd < 0 || bind(m->fd, (struct sockaddr *)&sa, len) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "--manager-address %.128s: %s", addr, strerror(errno));
+		return rc;
+	}
+	ss_sockaddr_format((struct sockaddr *)&sa, one, sizeof(one));
+	if (!mgr_loopback(&sa))
+		ss_warn("control socket %s is not on loopback: whoever reaches it can add ports "
+			"and read their passwords",
+			one);
+	else
+		ss_notice("control socket: %s (UDP)", one);
+	return 0;
+}
+
+/* The ports of the configuration's "port_password" not in the state file. */
+static void mgr_port_password(ss_manager_t *m)
+{
+	cJSON *o = m->cfg->port_password ? cJSON_Parse(m->cfg->port_password) : NULL;
+	char err[512];
+
+	for (const cJSON *p = o ? o->child : NULL; p; p = p->next) {
+		uint16_t port = (uint16_t)atoi(p->string);
+		cJSON *fields = cJSON_CreateObject();
+
+		if (mgr_port_find(m, port)) {
+			cJSON_Delete(fields);
+			continue;
+		}
+		if (!fields || !cJSON_AddStringToObject(fields, "password", p->valuestring)) {
+			cJSON_Delete(fields);
+			break;
+		}
+		if (mgr_port_add(m, port, fields, err, sizeof(err)) < 0)
+			ss_err("port %u (port_password): %s", port, err);
+	}
+	cJSON_Delete(o);
+}
+
+int ss_manager_create(const ss_config_t *cfg, struct ev_loop *loop, ss_manager_t **out, char *err,
+		      size_t errlen)
+{
+	ss_manager_t *m = calloc(1, sizeof(*m));
+	int rc;
+
+	*out = NULL;
+	if (!m || !(m->buf = malloc(SS_MGR_CMD_MAX + 1))) {
+		free(m);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	m->loop = loop;
+	m->cfg = cfg;
+	m->fd = -1;
+	ev_timer_init(&m->reap, mgr_reap_cb, 0, 0);
+	m->reap.data = m;
+	if ((rc = mgr_defaults(m)) < 0) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if ((rc = mgr_state_load(m, err, errlen)) < 0)
+		goto fail;
+	mgr_port_password(m);
+	if ((rc = mgr_bind(m, err, errlen)) < 0)
+		goto fail;
+	ev_io_init(&m->io, mgr_io_cb, m->fd, EV_READ);
+	m->io.data = m;
+	ev_io_start(loop, &m->io);
+	/* The file is not written back here: a port of it that could not
+	 * start (its address taken for a moment) stays in it until a change. */
+	if (!cfg->state_file[0])
+		ss_warn("no state file (--state or -D/--workdir): ports added now are not kept "
+			"across restarts");
+	*out = m;
+	return 0;
+fail:
+	ss_manager_destroy(m);
+	return rc;
+}
+
+void ss_manager_stop(ss_manager_t *m, void (*done)(void *arg), void *arg)
+{
+	m->stopping = true;
+	m->done = done;
+	m->done_arg = arg;
+	if (m->fd >= 0) {
+		ev_io_stop(m->loop, &m->io);
+		close(m->fd);
+		m->fd = -1;
+	}
+	while (m->n_ports)
+		mgr_port_remove(m, m->ports[m->n_ports - 1]->port);
+	ev_timer_start(m->loop, &m->reap);
+}
+
+void ss_manager_destroy(ss_manager_t *m)
+{
+	if (!m)
+		return;
+	m->done = NULL;
+	if (m->fd >= 0) {
+		ev_io_stop(m->loop, &m->io);
+		close(m->fd);
+	}
+	if (m->unix_path[0])
+		unlink(m->unix_path);
+	while (m->n_ports)
+		mgr_port_remove(m, m->ports[m->n_ports - 1]->port);
+	for (mgr_port_t *p = m->dying, *next; p; p = next) {
+		next = p->next;
+		ss_instance_destroy(p->inst);
+		ss_config_free(p->cfg);
+		cJSON_Delete(p->fields);
+		free(p);
+	}
+	ev_timer_stop(m->loop, &m->reap);
+	free(m->ports);
+	free(m->defaults);
+	free(m->buf);
+	free(m);
+}
+
+size_t ss_manager_n_ports(const ss_manager_t *m)
+{
+	return m->n_ports;
+}

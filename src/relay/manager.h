@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SS_RELAY_MANAGER_H
+#define SS_RELAY_MANAGER_H
+
+/* ss-manager: many ss-server ports in one process, each an ss_instance on
+ * the manager's loop, added and removed over a control socket that speaks
+ * shadowsocks-libev's manager protocol (proto/mgrcmd.h), and kept in a
+ * state file across restarts. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+
+struct ev_loop;
+typedef struct ss_manager ss_manager_t;
+
+/* Binds the control socket (cfg->manager_address), reads the state file
+ * and the configuration's "port_password", and starts their ports on
+ * loop. cfg (SS_PROG_MANAGER, parsed) must outlive the manager. 0, or
+ * -errno with err holding one line (a damaged state file, the control
+ * socket); a port that cannot start is logged and left out. */
+int ss_manager_create(const ss_config_t *cfg, struct ev_loop *loop, ss_manager_t **out, char *err,
+		      size_t errlen);
+
+/* Stops every port and the control socket; done (cb called, once) when
+ * every port has stopped its plugins. From the loop's thread. */
+void ss_manager_stop(ss_manager_t *m, void (*done)(void *arg), void *arg);
+
+/* Frees m and what is left of its ports. NULL is allowed. */
+void ss_manager_destroy(ss_manager_t *m);
+
+/* The ports served now (tests). */
+size_t ss_manager_n_ports(const ss_manager_t *m);
+
+#endif
