@@ -179,17 +179,19 @@ typedef struct ss_stats {
  * connection closes. */
 SS_API void ss_instance_stats(const ss_instance_t *inst, ss_stats_t *out);
 
-/* The figures of one listening port and one user of it. Connections count
- * from the moment their target is connected (the relay stage); those
- * refused before count in the port's refusals. */
+/* The figures of one listening port and one user of it. A connection
+ * counts from the moment its request is accepted (ss-server: authenticated,
+ * its target read; a client: its target known), its target's connect
+ * included; one refused before counts in the port's refusals. The UDP
+ * figures are ss-server's. */
 typedef struct ss_figures {
 	uint16_t port;       /* the public port (ss-server's listen port, a client's local port) */
 	const char *user;    /* a multi-user server's user ("users"), "" for none; valid
 				while the configuration is */
 	uint64_t bytes_up;   /* plaintext client -> target, open connections' included */
 	uint64_t bytes_down; /* plaintext target -> client */
-	uint64_t conns_active; /* TCP connections relaying now */
-	uint64_t conns_total;  /* TCP connections that reached the relay stage */
+	uint64_t conns_active; /* TCP connections open now, counted as above */
+	uint64_t conns_total;  /* TCP connections whose request was accepted */
 	/* The port's, whatever the user (the same in each of its rows): */
 	uint64_t udp_in, udp_out;                   /* datagrams from clients, and to clients */
 	uint64_t udp_assoc_active, udp_assoc_total; /* UDP associations */

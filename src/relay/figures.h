@@ -27,7 +27,8 @@ typedef enum {
 	SS_REFUSED_N,
 } ss_refusal_t;
 
-/* One (port, user): TCP connections that reached the relay stage. */
+/* One (port, user): TCP connections whose request was accepted
+ * (ss_conn_fig_open). */
 typedef struct ss_fig_row {
 	ss_fig_t bytes[2]; /* plaintext, [SS_IN] up (client to target), [SS_OUT] down */
 	ss_fig_t opened, closed;
