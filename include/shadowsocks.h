@@ -180,9 +180,10 @@ typedef struct ss_stats {
 SS_API void ss_instance_stats(const ss_instance_t *inst, ss_stats_t *out);
 
 /* The figures of one listening port and one user of it. A connection
- * counts from the moment its request is accepted (ss-server: authenticated,
- * its target read; a client: its target known), its target's connect
- * included; one refused before counts in the port's refusals. The UDP
+ * counts from the moment its request is accepted (ss-server: authenticated
+ * and its target read, the target's connect included; a client: once
+ * connected through its server); one refused before counts in the port's
+ * refusals. The UDP
  * figures are ss-server's. */
 typedef struct ss_figures {
 	uint16_t port;       /* the public port (ss-server's listen port, a client's local port) */
