@@ -170,12 +170,49 @@ SS_API void ss_instance_set_cb(ss_instance_t *inst, ss_instance_cb cb, void *arg
 typedef struct ss_stats {
 	uint64_t accepted;   /* connections accepted */
 	uint64_t active;     /* connections open now */
-	uint64_t bytes_up;   /* plaintext inbound -> outbound */
-	uint64_t bytes_down; /* plaintext outbound -> inbound */
+	uint64_t bytes_up;   /* plaintext inbound -> outbound, open connections' included */
+	uint64_t bytes_down; /* plaintext outbound -> inbound, open connections' included */
 } ss_stats_t;
 
-/* Copies inst's counters into *out (the caller's). Never fails. */
+/* Copies inst's counters into *out (the caller's). Never fails. The bytes
+ * of open connections count as they are relayed, not only when the
+ * connection closes. */
 SS_API void ss_instance_stats(const ss_instance_t *inst, ss_stats_t *out);
+
+/* The figures of one listening port and one user of it. A connection
+ * counts from the moment its request is accepted (ss-server: authenticated
+ * and its target read, the target's connect included; a client: once
+ * connected through its server); one refused before counts in the port's
+ * refusals. The UDP
+ * figures are ss-server's. */
+typedef struct ss_figures {
+	uint16_t port;       /* the public port (ss-server's listen port, a client's local port) */
+	const char *user;    /* a multi-user server's user ("users"), "" for none; valid
+				while the configuration is */
+	uint64_t bytes_up;   /* plaintext client -> target, open connections' included */
+	uint64_t bytes_down; /* plaintext target -> client */
+	uint64_t conns_active; /* TCP connections open now, counted as above */
+	uint64_t conns_total;  /* TCP connections whose request was accepted */
+	/* The port's, whatever the user (the same in each of its rows): */
+	uint64_t udp_in, udp_out;                   /* datagrams from clients, and to clients */
+	uint64_t udp_assoc_active, udp_assoc_total; /* UDP associations */
+	uint64_t refused_auth;    /* clients that failed to authenticate or sent a bad header */
+	uint64_t refused_replay;  /* replayed requests */
+	uint64_t refused_acl;     /* refused by the ACL (client or target) */
+	uint64_t refused_blocked; /* targets the server never relays to */
+} ss_figures_t;
+
+/* How many rows ss_instance_figures has: the ports times (the users + 1),
+ * fixed for the instance's life. Row i is port i / (users + 1), user
+ * i % (users + 1), user 0 being "". */
+SS_API size_t ss_instance_figures_count(const ss_instance_t *inst);
+
+/* Row i of inst's figures into *out (the caller's), summed over every
+ * worker that shares its state (ss_program_main's --workers; one for an
+ * instance of ss_instance_create). May be called from inst's thread only
+ * (the workers' counters are read without a lock). 0, or -ENOENT when i is
+ * past the last row. */
+SS_API int ss_instance_figures(const ss_instance_t *inst, size_t i, ss_figures_t *out);
 
 /* ---- Programs -------------------------------------------------------- */
 

@@ -7,7 +7,7 @@
 set -e
 PKGS="make cmake gcc pkg-config libev-dev libc-ares-dev libsodium-dev libmbedtls-dev
 libpcre2-dev libssl-dev libcjson-dev libqrencode-dev libcmocka-dev python3 python3-pytest
-curl python3-cryptography clang zbar-tools systemd dbus util-linux fish zsh"
+curl python3-cryptography python3-prometheus-client clang zbar-tools systemd dbus util-linux fish zsh"
 # ss-redir's tests: namespaces, veth pairs, REDIRECT and TPROXY rules.
 PKGS="$PKGS iproute2 nftables"
 # Building and checking the Debian packages (tests/package).

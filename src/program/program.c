@@ -421,6 +421,8 @@ static int program_swap(program_t *p, ss_config_t *cfg, char *err, size_t errlen
 		for (size_t j = 0; j < inst->udp.n_listeners; j++)
 			ss_inherit_offer(inst->udp.listeners[j].io.fd);
 	}
+	if (p->workers.metrics)
+		ss_inherit_offer(p->workers.metrics->lis.fd);
 	rc = ss_workers_create(&next, cfg, p->loop, err, errlen);
 	if (rc == 0 && (rc = ss_workers_start(&next, err, errlen)) < 0)
 		ss_workers_destroy(&next);

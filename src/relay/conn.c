@@ -457,6 +457,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	c->lookup_busy = c->srv_wait = false;
 	c->srv_next = NULL;
 	c->next_closed = NULL;
+	c->fig = 0;
 	c->action = inst->ops->name;
 	ss_inaddr_set(&c->peer, peer, peerlen);
 	for (int d = 0; d < 2; d++) {
@@ -525,8 +526,13 @@ void ss_conn_close(ss_conn_t *c, const char *reason)
 		close(c->side[s].fd);
 		c->side[s].fd = -1;
 	}
-	inst->stats.bytes_up += c->dir[SS_IN].bytes;
-	inst->stats.bytes_down += c->dir[SS_OUT].bytes;
+	if (c->fig) {
+		ss_fig_add(&ss_conn_fig(c)->closed, 1);
+		c->fig = 0;
+	} else {
+		inst->stats.bytes_up += c->dir[SS_IN].bytes;
+		inst->stats.bytes_down += c->dir[SS_OUT].bytes;
+	}
 	for (int d = 0; d < 2; d++) {
 		ss_conn_buf_release(c, d);
 		ss_splice_close(&c->dir[d].sp);
@@ -631,6 +637,9 @@ void ss_conn_refuse(ss_conn_t *c, const char *why)
 {
 	char peer[SS_ADDR_STRLEN];
 
+	/* The codecs name a replay so in their reason. */
+	ss_instance_count_refused(c->inst, c->side[SS_IN].fd,
+				  strstr(why, "replay") ? SS_REFUSED_REPLAY : SS_REFUSED_AUTH);
 	ss_refused_note(&c->inst->refused, &c->peer.sa, "%s %s: refused: %s", c->action,
 			ss_conn_peer(c, peer, sizeof(peer)), why);
 	conn_drain(c);
@@ -648,8 +657,39 @@ void ss_conn_answer_refused(ss_conn_t *c, const char *why)
 	ss_conn_close(c, NULL);
 }
 
+size_t ss_instance_fig_port(struct ss_instance *inst, int fd)
+{
+	const ss_fig_layout_t *l = &inst->shared->fig_layout;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	/* One port (the common case) costs no call. */
+	if (l->n_ports < 2 || getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return 0;
+	return ss_fig_port_index(l, ss_sockaddr_port((struct sockaddr *)&ss));
+}
+
+void ss_conn_fig_open(ss_conn_t *c, size_t user)
+{
+	struct ss_instance *inst = c->inst;
+	const ss_fig_layout_t *l = &inst->shared->fig_layout;
+	ss_fig_row_t *f;
+
+	if (c->fig)
+		return;
+	if (user > l->n_users)
+		user = 0;
+	c->fig =
+	    (uint32_t)(ss_instance_fig_port(inst, c->side[SS_IN].fd) * (l->n_users + 1) + user + 1);
+	f = ss_conn_fig(c);
+	ss_fig_add(&f->opened, 1);
+	for (int d = 0; d < 2; d++)
+		ss_fig_add(&f->bytes[d], c->dir[d].bytes);
+}
+
 void ss_conn_stream(ss_conn_t *c)
 {
+	ss_conn_fig_open(c, 0);
 	/* Bytes that need no transform go from socket to socket in the
 	 * kernel: an identity codec's after the header, and bypassed
 	 * connections. */

@@ -116,7 +116,10 @@ typedef struct ss_conn {
 	/* Codec classes (inst->classes) whose states this slot has set up:
 	 * kept across the slot's connections. */
 	uint16_t classes;
-	int out_err;              /* the last connect error, then what ended the outbound side */
+	int out_err; /* the last connect error, then what ended the outbound side */
+	/* Its row in its worker's figures (relay/figures.h) plus one, from
+	 * the relay stage on; 0 before. */
+	uint32_t fig;
 	ev_tstamp srv_since;      /* when the server accepted the connect */
 	struct ss_conn *srv_next; /* srv_wait: the next one waiting */
 	const char *action;       /* what it was doing, for log lines */

@@ -23,6 +23,7 @@ static void conn_refuse_private(ss_conn_t *c, const struct sockaddr *sa, const c
 	char peer[SS_ADDR_STRLEN], target[SS_ADDR_STRLEN], addr[SS_ADDR_STRLEN];
 	bool named = c->target.atyp == SS_ATYP_DOMAIN;
 
+	ss_instance_count_refused(c->inst, c->side[SS_IN].fd, SS_REFUSED_BLOCKED);
 	ss_refused_note(&c->inst->refused, &c->peer.sa,
 			"%s %s: target %s%s%s refused: %s address (--block-private)", c->action,
 			ss_conn_peer(c, peer, sizeof(peer)),
@@ -40,7 +41,18 @@ static void conn_connect_until(ss_conn_t *c, const struct sockaddr *sa, socklen_
 	const char *kind;
 	int fd;
 
+	if (ss_doors_match(&inst->shared->doors, sa)) {
+		char peer[SS_ADDR_STRLEN];
+		ss_instance_count_refused(inst, c->side[SS_IN].fd, SS_REFUSED_BLOCKED);
+		ss_refused_note(&inst->refused, &c->peer.sa,
+				"%s %s: refused: the target is this server's manager or metrics "
+				"address",
+				c->action, ss_conn_peer(c, peer, sizeof(peer)));
+		ss_conn_close(c, NULL);
+		return;
+	}
 	if (ss_instance_target_blocked(inst, NULL, sa)) {
+		ss_instance_count_refused(inst, c->side[SS_IN].fd, SS_REFUSED_ACL);
 		ss_conn_close(c, "target refused: in the ACL's outbound block list");
 		return;
 	}
@@ -112,6 +124,7 @@ void ss_conn_connect_addr(ss_conn_t *c, const ss_addr_t *a)
 	if (a != &c->target)
 		c->target = *a;
 	if (a->atyp == SS_ATYP_DOMAIN && ss_instance_target_blocked(c->inst, a->domain, NULL)) {
+		ss_instance_count_refused(c->inst, c->side[SS_IN].fd, SS_REFUSED_ACL);
 		ss_conn_close(c, "target refused: in the ACL's outbound block list");
 		return;
 	}

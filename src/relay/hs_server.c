@@ -120,6 +120,8 @@ connect:
 		return;
 	}
 	server_log_connect(c, user);
+	/* Counted as its user's from here, its target's connect included. */
+	ss_conn_fig_open(c, ss_fig_user_index(&c->inst->shared->fig_layout, user));
 	ss_conn_connect_addr(c, &c->target);
 }
 

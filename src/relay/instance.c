@@ -244,6 +244,7 @@ static void instance_init(struct ss_instance *inst, ss_shared_t *sh, struct ev_l
 	inst->worker = index;
 	inst->workers = sh->count;
 	inst->shared = sh;
+	inst->fig = &sh->fig[index];
 	ss_instance_accept_init(inst);
 	ev_timer_init(&inst->kick, instance_kick_cb, 0., 0.);
 	inst->kick.data = inst;
@@ -478,5 +479,51 @@ void ss_instance_destroy(ss_instance_t *inst)
 
 void ss_instance_stats(const ss_instance_t *inst, ss_stats_t *out)
 {
+	const ss_fig_layout_t *l = &inst->shared->fig_layout;
+
 	*out = inst->stats;
+	/* The connections that reached the relay count in their rows as
+	 * they go, those still open included. */
+	for (size_t p = 0; p < l->n_ports; p++)
+		for (size_t u = 0; u <= l->n_users; u++) {
+			const ss_fig_row_t *r = ss_figures_row(inst->fig, l, p, u);
+			out->bytes_up += ss_fig_get(&r->bytes[SS_IN]);
+			out->bytes_down += ss_fig_get(&r->bytes[SS_OUT]);
+		}
+}
+
+size_t ss_instance_figures_count(const ss_instance_t *inst)
+{
+	const ss_fig_layout_t *l = &inst->shared->fig_layout;
+
+	return l->n_ports * (l->n_users + 1);
+}
+
+int ss_instance_figures(const ss_instance_t *inst, size_t i, ss_figures_t *out)
+{
+	const ss_fig_layout_t *l = &inst->shared->fig_layout;
+	size_t port, user;
+	ss_fig_sum_t s;
+
+	if (i >= ss_instance_figures_count(inst))
+		return -ENOENT;
+	port = i / (l->n_users + 1);
+	user = i % (l->n_users + 1);
+	ss_shared_figures(inst->shared, port, user, &s);
+	memset(out, 0, sizeof(*out));
+	out->port = l->port[port];
+	out->user = ss_fig_user_name(l, user);
+	out->bytes_up = s.bytes[SS_IN];
+	out->bytes_down = s.bytes[SS_OUT];
+	out->conns_active = s.opened - s.closed;
+	out->conns_total = s.opened;
+	out->udp_in = s.dgrams[0];
+	out->udp_out = s.dgrams[1];
+	out->udp_assoc_active = s.assoc_opened - s.assoc_closed;
+	out->udp_assoc_total = s.assoc_opened;
+	out->refused_auth = s.refused[SS_REFUSED_AUTH];
+	out->refused_replay = s.refused[SS_REFUSED_REPLAY];
+	out->refused_acl = s.refused[SS_REFUSED_ACL];
+	out->refused_blocked = s.refused[SS_REFUSED_BLOCKED];
+	return 0;
 }

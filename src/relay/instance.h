@@ -105,7 +105,8 @@ struct ss_instance {
 	ss_sockopts_t outopts;
 	ev_tstamp timeout;
 	ev_tstamp connect_timeout;
-	ss_stats_t stats;
+	ss_stats_t stats;     /* accepted, active; bytes of connections without a row */
+	ss_fig_block_t *fig;  /* this worker's figures: &shared->fig[worker] */
 	ss_refused_t refused; /* refused clients (server), unauthenticated answers (clients) */
 	bool stopping;
 	/* A reload made a new set of workers: this one accepts nothing more
@@ -140,6 +141,34 @@ int ss_instance_listen(struct ss_instance *inst, char *err, size_t errlen);
 static inline void ss_instance_load(struct ss_instance *inst, int delta)
 {
 	ss_shared_load(inst->shared, inst->worker, delta);
+}
+
+/* c's row in its worker's figures, NULL before the relay stage. */
+static inline ss_fig_row_t *ss_conn_fig(const ss_conn_t *c)
+{
+	return c->fig ? &c->inst->fig->row[c->fig - 1] : NULL;
+}
+/* n plaintext bytes delivered in direction d: counted in c's row. */
+static inline void ss_conn_count(const ss_conn_t *c, int d, uint64_t n)
+{
+	ss_fig_row_t *f = ss_conn_fig(c);
+
+	if (f)
+		ss_fig_add(&f->bytes[d], n);
+}
+/* c enters the relay stage as user (ss_fig_user_index; 0: none): it counts
+ * in its port's and user's row from now on, with the bytes it delivered
+ * before. Once; later calls do nothing. */
+void ss_conn_fig_open(ss_conn_t *c, size_t user);
+/* The figures' index of the port a socket's local address is on. */
+size_t ss_instance_fig_port(struct ss_instance *inst, int fd);
+/* A client refused for why, on the port of socket fd (its accepted
+ * socket; -1: the first port). For a UDP datagram, ss_udp_fig's port
+ * (relay/udp_internal.h). SS_REFUSED_BLOCKED is for targets the server never
+ * relays to, whatever the ACL. */
+static inline void ss_instance_count_refused(struct ss_instance *inst, int fd, ss_refusal_t why)
+{
+	ss_fig_add(&inst->fig->port[fd < 0 ? 0 : ss_instance_fig_port(inst, fd)].refused[why], 1);
 }
 
 /* ss-server with an ACL: whether a client at sa may connect (TCP) or send

@@ -267,6 +267,7 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (!inst->ops->client &&
 		    !ss_instance_client_allowed(inst, (struct sockaddr *)&peer)) {
 			char who[SS_ADDR_STRLEN];
+			ss_instance_count_refused(inst, fd, SS_REFUSED_ACL);
 			ss_refused_note(
 			    &inst->refused, (struct sockaddr *)&peer,
 			    "server %s: refused by the ACL",

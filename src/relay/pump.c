@@ -106,6 +106,7 @@ int ss_pump_decode(ss_conn_t *c, int d, ss_codec_hdr_t *hdr)
 			continue;
 		dir->iov[dir->iov_n++] = (struct iovec){spans[i].ptr, len};
 		dir->bytes += len;
+		ss_conn_count(c, d, len);
 	}
 	return SS_OK;
 }
@@ -284,6 +285,7 @@ static int pump_take(ss_conn_t *c, int d, size_t n)
 
 	if (dir->xf != SS_XF_DECODE) {
 		dir->bytes += n;
+		ss_conn_count(c, d, n);
 		return pump_emit(c, d, n);
 	}
 	dir->rend += n;
@@ -486,6 +488,7 @@ static bool pump_splice(ss_conn_t *c, int d)
 		if (moved) {
 			dir->bytes += moved;
 			dir->spliced += moved;
+			ss_conn_count(c, d, moved);
 			ss_conn_touch(c);
 		}
 		switch (r) {

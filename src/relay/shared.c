@@ -242,7 +242,15 @@ int ss_shared_create(const ss_config_t *cfg, unsigned count, struct ev_loop *loo
 		return -EINVAL;
 	}
 	sh = calloc(1, sizeof(*sh));
-	if (!sh || !(sh->w = calloc(count, sizeof(*sh->w)))) {
+	if (sh)
+		ss_fig_layout_init(&sh->fig_layout, cfg);
+	if (!sh || !(sh->w = calloc(count, sizeof(*sh->w))) ||
+	    !(sh->fig = calloc(count, sizeof(*sh->fig))) ||
+	    ss_figures_alloc(sh->fig, count, &sh->fig_layout) < 0) {
+		if (sh) {
+			free(sh->fig);
+			free(sh->w);
+		}
 		free(sh);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -256,7 +264,8 @@ int ss_shared_create(const ss_config_t *cfg, unsigned count, struct ev_loop *loo
 	for (unsigned i = 0; i < count; i++)
 		pthread_mutex_init(&sh->w[i].handoff.lock, NULL);
 	shared_limits(sh);
-	if ((cfg->prog == SS_PROG_SERVER && (rc = shared_server(sh, err, errlen)) < 0) ||
+	if ((rc = ss_doors_init(&sh->doors, cfg, err, errlen)) < 0 ||
+	    (cfg->prog == SS_PROG_SERVER && (rc = shared_server(sh, err, errlen)) < 0) ||
 	    (cfg->acl[0] && (rc = shared_acl(sh, err, errlen)) < 0) ||
 	    (rc = shared_plugins(sh, err, errlen)) < 0) {
 		ss_shared_free(sh);
@@ -279,6 +288,9 @@ void ss_shared_free(ss_shared_t *sh)
 	ss_udp_sessions_free(&sh->sessions);
 	ss_acl_free(sh->acl);
 	ss_codec_free(&sh->codec);
+	ss_figures_free(sh->fig, sh->count);
+	ss_doors_free(&sh->doors);
+	free(sh->fig);
 	free(sh->w);
 	free(sh);
 }

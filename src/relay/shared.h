@@ -13,6 +13,8 @@
 #include "config/config.h"
 #include "net/plugin.h"
 #include "proto/acl.h"
+#include "relay/doors.h"
+#include "relay/figures.h"
 #include "relay/udp_sessions.h"
 
 /* What the workers of one program share: made once from the configuration
@@ -34,6 +36,8 @@
  *   each adds to it); its hand-off queue and UDP inbox are under their own
  *   locks, any worker pushes into them, only worker i takes from them, on
  *   its loop, and only worker i opens and closes them.
+ * - fig[i] is worker i's figures (relay/figures.h): only worker i writes
+ *   them, any thread reads them (ss_shared_figures); fig_layout is fixed.
  * A manager or a reload that changes what is immutable here would make a
  * new object for the connections that start after it. */
 
@@ -83,6 +87,9 @@ typedef struct ss_shared {
 	/* ss-server with a codec that has sessions: every worker's. */
 	ss_udp_sessions_t sessions;
 	ss_shared_worker_t *w; /* count places */
+	ss_fig_layout_t fig_layout;
+	ss_fig_block_t *fig; /* count blocks */
+	ss_doors_t doors;    /* ss-server's own addresses, never a target (fixed) */
 } ss_shared_t;
 
 /* Makes what count workers of cfg share (validated; cfg outlives it), with
@@ -113,6 +120,13 @@ static inline void ss_shared_load(ss_shared_t *sh, unsigned i, int delta)
 {
 	if (sh->count > 1)
 		atomic_fetch_add_explicit(&sh->w[i].load, (unsigned)delta, memory_order_relaxed);
+}
+
+/* The figures of (port, user) of fig_layout, summed over the workers. */
+static inline void ss_shared_figures(const ss_shared_t *sh, size_t port, size_t user,
+				     ss_fig_sum_t *out)
+{
+	ss_figures_sum(sh->fig, sh->count, &sh->fig_layout, port, user, out);
 }
 
 /* Worker i's hand-off queue, from its own loop: wakes cb(data) there when

@@ -5,6 +5,7 @@
  * life; what differs between ss-server and the clients goes through the
  * relay's role (relay/udp_internal.h). */
 #include "relay/udp_internal.h"
+#include "relay/instance.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -139,8 +140,14 @@ int ss_udp_assoc_codec(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	return u->role->assoc_start ? u->role->assoc_start(u, a) : 0;
 }
 
+struct ss_fig_port *ss_udp_fig(ss_udp_relay_t *u, uint8_t listener)
+{
+	return &u->inst->fig->port[u->listeners[listener].fig_port];
+}
+
 void ss_udp_assoc_destroy(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
+	ss_fig_add(&ss_udp_fig(u, a->listener)->assoc_closed, 1);
 	ss_udp_flush(u, false);
 	ev_io_stop(u->loop, &a->io);
 	close(a->io.fd);
@@ -229,6 +236,7 @@ ss_udp_assoc_t *ss_udp_assoc_find_or_add(ss_udp_relay_t *u, const struct sockadd
 	a->io.data = u;
 	ev_io_start(u->loop, &a->io);
 	u->stats.assoc_created++;
+	ss_fig_add(&ss_udp_fig(u, listener)->assoc_opened, 1);
 	if (!ev_is_active(&u->expiry))
 		udp_arm_expiry(u);
 	return a;
@@ -478,6 +486,8 @@ int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len,
 	ss_udp_listener_t *l = &u->listeners[u->n_listeners];
 	ss_udp_io_sock(&u->io, fd);
 	l->sflags = 0;
+	l->fig_port =
+	    (uint8_t)ss_fig_port_index(&u->inst->shared->fig_layout, ss_sockaddr_port(addr));
 	l->handed = false;
 	l->relay = u;
 	l->index = (uint8_t)u->n_listeners++;

@@ -65,7 +65,8 @@ typedef struct ss_udp_listener {
 	ev_io io;
 	struct ss_udp_relay *relay;
 	uint8_t index;
-	uint8_t sflags; /* SS_UDP_SOCK_* */
+	uint8_t sflags;   /* SS_UDP_SOCK_* */
+	uint8_t fig_port; /* its port in the figures (relay/figures.h) */
 	/* A reload: the new workers took this socket (net/inherit.h); set by
 	 * the main thread before the instance retires. */
 	bool handed;

@@ -187,4 +187,7 @@ ss_udp_assoc_t *ss_udp_client_assoc(ss_udp_relay_t *u, const ss_udp_listener_t *
  * a. */
 void ss_udp_client_answer(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *p, size_t len);
 
+/* The figures (relay/figures.h) of the port listener i is on. */
+struct ss_fig_port *ss_udp_fig(ss_udp_relay_t *u, uint8_t listener);
+
 #endif

@@ -33,6 +33,7 @@ static void server_refuse_private(ss_udp_relay_t *u, ss_udp_assoc_t *a, const st
 	char why[SS_ADDR_STRLEN + 64];
 	size_t n;
 
+	ss_fig_add(&ss_udp_fig(u, a->listener)->refused[SS_REFUSED_BLOCKED], 1);
 	ss_sockaddr_format(to, why, sizeof(why));
 	n = strlen(why);
 	snprintf(why + n, sizeof(why) - n, ": %s address (--block-private)", kind);
@@ -45,7 +46,15 @@ static void server_send(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *dat
 	struct sockaddr_in6 mapped;
 	const char *kind;
 
+	if (ss_doors_match(&u->inst->shared->doors, to)) {
+		ss_fig_add(&ss_udp_fig(u, a->listener)->refused[SS_REFUSED_BLOCKED], 1);
+		ss_udp_refuse(u, (struct sockaddr *)&a->peer, (struct sockaddr *)&a->peer,
+			      "datagram refused",
+			      "the target is this server's manager or metrics address");
+		return;
+	}
 	if (ss_instance_target_blocked(u->inst, NULL, to)) {
+		ss_fig_add(&ss_udp_fig(u, a->listener)->refused[SS_REFUSED_ACL], 1);
 		ss_udp_drop(u, (struct sockaddr *)&a->peer,
 			    "target in the ACL's outbound block list");
 		return;
@@ -109,6 +118,7 @@ static void server_send_named(ss_udp_relay_t *u, ss_udp_assoc_t *a, const ss_add
 	const struct sockaddr *client = (struct sockaddr *)&a->peer;
 
 	if (ss_instance_target_blocked(u->inst, t->domain, NULL)) {
+		ss_fig_add(&ss_udp_fig(u, a->listener)->refused[SS_REFUSED_ACL], 1);
 		ss_udp_drop(u, client, "target in the ACL's outbound block list");
 		return;
 	}
@@ -294,7 +304,9 @@ static bool server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 	const char *why;
 
 	u->stats.datagrams_in++;
+	ss_fig_add(&ss_udp_fig(u, l->index)->dgrams[0], 1);
 	if (!ss_instance_client_allowed(inst, from)) {
+		ss_fig_add(&ss_udp_fig(u, l->index)->refused[SS_REFUSED_ACL], 1);
 		ss_udp_refuse(u, from, from, "datagram refused", "client refused by the ACL");
 		return true;
 	}
@@ -311,6 +323,11 @@ static bool server_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 		why = k->ops->udp_accept(k, x->rst, a ? ss_udp_ast(u, a) : NULL, &d, ss_udp_now(u),
 					 &p);
 	if (why) {
+		/* The codecs name a replay so in their reason. */
+		ss_fig_add(
+		    &ss_udp_fig(u, l->index)
+			 ->refused[strstr(why, "replay") ? SS_REFUSED_REPLAY : SS_REFUSED_AUTH],
+		    1);
 		ss_udp_refuse(u, from, from, "datagram refused", why);
 		return true;
 	}
@@ -395,6 +412,7 @@ static bool server_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 	}
 	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
 	u->stats.datagrams_out++;
+	ss_fig_add(&ss_udp_fig(u, a->listener)->dgrams[1], 1);
 	ss_udp_listener_t *l = &u->listeners[a->listener];
 	ss_udp_queue(u, l->io.fd, &l->sflags, out, (size_t)sealed, (struct sockaddr *)&a->peer,
 		     a->peer_len, NULL);

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 
 #include "relay/instance.h"
+#include "relay/metrics.h"
+#include "relay/report.h"
 
 /* --workers N: one shared object (relay/shared.h) and N workers, each an
  * instance made with it. Worker 0 runs on the caller's loop and thread
@@ -35,10 +37,14 @@ typedef struct ss_workers {
 	ss_shared_t *shared; /* made before the workers, freed after them */
 	ss_worker_t *w;      /* n workers, w[0] on the caller's loop */
 	unsigned n;
+	ss_report_t report;    /* --manager-address: on the caller's loop */
+	ss_metrics_t *metrics; /* --metrics: on the caller's loop, or NULL */
 } ss_workers_t;
 
 /* The shared object and the cfg->workers workers, worker 0 on loop, every
- * TCP listener listening once all are bound. 0 or -errno with err; on
+ * TCP listener listening once all are bound, and with --manager-address
+ * (ss-server) the figures' report to the manager on loop, with --metrics
+ * their HTTP endpoint there. 0 or -errno with err; on
  * failure what was made is freed. */
 int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *loop, char *err,
 		      size_t errlen);

@@ -115,6 +115,12 @@ static void parsers(void)
 	put("fuzz_socks4", "bind", s4_bind, sizeof(s4_bind));
 	put("fuzz_socks4", "connect_cut", s4a, 12);
 
+	put_text("fuzz_scrape", "get",
+		 "GET /metrics HTTP/1.1\r\nHost: localhost:9100\r\nAccept: text/plain\r\n\r\n");
+	put_text("fuzz_scrape", "post_lf", "POST /metrics?x=1 HTTP/1.0\n\n");
+	put_text("fuzz_scrape", "root", "GET / HTTP/1.1\r\n\r\n");
+	put_text("fuzz_scrape", "cut", "GET /metrics HTTP/1.1\r\nHost: x");
+
 	put_text("fuzz_acl", "bypass",
 		 "[proxy_all]\n\n[bypass_list]\n10.0.0.0/8\n"
 		 "192.168.0.0/16\nfe80::/10\n^(.*\\.)?example\\.com$\n");

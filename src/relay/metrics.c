@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/inherit.h"
+#include "net/sock.h"
+#include "proto/scrape.h"
+#include "relay/metrics.h"
+#include "util/log.h"
+#include "util/result.h"
+
+/* ---- the text ---- */
+
+typedef struct mbuf {
+	char *p;
+	size_t len, cap;
+	bool failed;
+} mbuf_t;
+
+static void mb_printf(mbuf_t *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->failed)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->p ? b->p + b->len : NULL, b->cap - b->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->failed = true;
+			return;
+		}
+		if ((size_t)n < b->cap - b->len) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->failed = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+}
+
+/* A label value as the exposition format wants it: \, " and newline
+ * escaped. User names are the configuration's, of any bytes. */
+static void mb_label(mbuf_t *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			mb_printf(b, "\\\\");
+		else if (*s == '"')
+			mb_printf(b, "\\\"");
+		else if (*s == '\n')
+			mb_printf(b, "\\n");
+		else
+			mb_printf(b, "%c", *s);
+	}
+}
+
+static void mb_head(mbuf_t *b, const char *name, const char *type, const char *help)
+{
+	mb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One line per (port, user) of a per-user figure. */
+typedef uint64_t (*user_fig_fn)(const ss_fig_sum_t *s, int arg);
+
+static uint64_t fig_bytes(const ss_fig_sum_t *s, int d)
+{
+	return s->bytes[d];
+}
+static uint64_t fig_active(const ss_fig_sum_t *s, int arg)
+{
+	(void)arg;
+	return s->opened - s->closed;
+}
+static uint64_t fig_total(const ss_fig_sum_t *s, int arg)
+{
+	(void)arg;
+	return s->opened;
+}
+
+static void render_users(mbuf_t *b, const ss_shared_t *sh, const char *name, const char *dir,
+			 user_fig_fn fn, int arg)
+{
+	const ss_fig_layout_t *l = &sh->fig_layout;
+
+	for (size_t p = 0; p < l->n_ports; p++)
+		for (size_t u = 0; u <= l->n_users; u++) {
+			ss_fig_sum_t s;
+			ss_shared_figures(sh, p, u, &s);
+			mb_printf(b, "%s{port=\"%u\",user=\"", name, (unsigned)l->port[p]);
+			mb_label(b, ss_fig_user_name(l, u));
+			if (dir)
+				mb_printf(b, "\",direction=\"%s", dir);
+			mb_printf(b, "\"} %llu\n", (unsigned long long)fn(&s, arg));
+		}
+}
+
+static void render_ports(mbuf_t *b, const ss_shared_t *sh)
+{
+	static const char *const reasons[SS_REFUSED_N] = {"auth", "replay", "acl", "blocked"};
+	const ss_fig_layout_t *l = &sh->fig_layout;
+	ss_fig_sum_t s[SS_FIG_PORTS_MAX];
+
+	for (size_t p = 0; p < l->n_ports; p++)
+		ss_shared_figures(sh, p, 0, &s[p]);
+	mb_head(b, "ss_udp_associations", "gauge", "UDP associations open now.");
+	for (size_t p = 0; p < l->n_ports; p++)
+		mb_printf(b, "ss_udp_associations{port=\"%u\"} %llu\n", (unsigned)l->port[p],
+			  (unsigned long long)(s[p].assoc_opened - s[p].assoc_closed));
+	mb_head(b, "ss_udp_datagrams_total", "counter",
+		"UDP datagrams from clients (up) and to clients (down).");
+	for (size_t p = 0; p < l->n_ports; p++)
+		for (int d = 0; d < 2; d++)
+			mb_printf(b, "ss_udp_datagrams_total{port=\"%u\",direction=\"%s\"} %llu\n",
+				  (unsigned)l->port[p], d ? "down" : "up",
+				  (unsigned long long)s[p].dgrams[d]);
+	mb_head(b, "ss_refused_total", "counter",
+		"Clients refused: failed authentication or a bad request (auth), a replay, "
+		"the ACL, a target never relayed to (blocked).");
+	for (size_t p = 0; p < l->n_ports; p++)
+		for (int r = 0; r < SS_REFUSED_N; r++)
+			mb_printf(b, "ss_refused_total{port=\"%u\",reason=\"%s\"} %llu\n",
+				  (unsigned)l->port[p], reasons[r],
+				  (unsigned long long)s[p].refused[r]);
+}
+
+char *ss_metrics_render(const ss_shared_t *sh, size_t *len)
+{
+	mbuf_t b = {0};
+
+	mb_head(&b, "ss_bytes_total", "counter",
+		"Plaintext bytes relayed over TCP, client to target (up) and back (down).");
+	render_users(&b, sh, "ss_bytes_total", "up", fig_bytes, 0);
+	render_users(&b, sh, "ss_bytes_total", "down", fig_bytes, 1);
+	mb_head(&b, "ss_connections_active", "gauge", "TCP connections relaying now.");
+	render_users(&b, sh, "ss_connections_active", NULL, fig_active, 0);
+	mb_head(&b, "ss_connections_total", "counter",
+		"TCP connections whose request was accepted.");
+	render_users(&b, sh, "ss_connections_total", NULL, fig_total, 0);
+	render_ports(&b, sh);
+	mb_head(&b, "ss_build_info", "gauge", "The version of shadowsocks-c that runs.");
+	mb_printf(&b, "ss_build_info{version=\"");
+	mb_label(&b, SS_VERSION);
+	mb_printf(&b, "\"} 1\n");
+	if (b.failed) {
+		free(b.p);
+		return NULL;
+	}
+	*len = b.len;
+	return b.p;
+}
+
+/* ---- the server ---- */
+
+/* The watchers do not keep the loop running: it ends with the workers. */
+static void m_io_start(ss_metrics_t *m, ev_io *w)
+{
+	if (!ev_is_active(w)) {
+		ev_io_start(m->loop, w);
+		ev_unref(m->loop);
+	}
+}
+
+static void m_io_stop(ss_metrics_t *m, ev_io *w)
+{
+	if (ev_is_active(w)) {
+		ev_ref(m->loop);
+		ev_io_stop(m->loop, w);
+	}
+}
+
+static void m_timer_stop(ss_metrics_t *m, ev_timer *w)
+{
+	if (ev_is_active(w)) {
+		ev_ref(m->loop);
+		ev_timer_stop(m->loop, w);
+	}
+}
+
+static void client_end(ss_metrics_client_t *c)
+{
+	ss_metrics_t *m = c->m;
+
+	m_io_stop(m, &c->io);
+	m_timer_stop(m, &c->timer);
+	close(c->io.fd);
+	free(c->out);
+	c->out = NULL;
+	c->io.fd = -1;
+	if (m->busy-- == SS_METRICS_CLIENTS)
+		m_io_start(m, &m->lis);
+}
+
+/* The answer is out: the client reads it to the end before it sees our
+ * FIN, where a close with its unread bytes still queued would reset the
+ * connection and could lose the answer. What it still sends is read and
+ * dropped until it closes or its time runs out. */
+static void client_linger(ss_metrics_client_t *c)
+{
+	ssize_t n;
+
+	if (!c->lingering) {
+		c->lingering = true;
+		shutdown(c->io.fd, SHUT_WR);
+		m_io_stop(c->m, &c->io);
+		ev_io_set(&c->io, c->io.fd, EV_READ);
+		m_io_start(c->m, &c->io);
+	}
+	do
+		n = recv(c->io.fd, c->req, sizeof(c->req), 0);
+	while (n > 0 || (n < 0 && errno == EINTR));
+	if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+		client_end(c);
+}
+
+static void client_write(ss_metrics_client_t *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t w =
+		    send(c->io.fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (w <= 0) {
+			client_end(c);
+			return;
+		}
+		c->out_off += (size_t)w;
+	}
+	client_linger(c);
+}
+
+static const char *answer_status(ss_scrape_t what)
+{
+	switch (what) {
+	case SS_SCRAPE_METRICS:
+		return "200 OK";
+	case SS_SCRAPE_NOT_FOUND:
+		return "404 Not Found";
+	case SS_SCRAPE_BAD_METHOD:
+		return "405 Method Not Allowed\r\nAllow: GET";
+	default:
+		return "400 Bad Request";
+	}
+}
+
+/* The answer, then the connection closes. */
+static void client_answer(ss_metrics_client_t *c, ss_scrape_t what)
+{
+	size_t blen = 0, hlen;
+	char *body = what == SS_SCRAPE_METRICS ? ss_metrics_render(c->m->sh, &blen) : NULL;
+	char head[256];
+
+	if (what == SS_SCRAPE_METRICS && !body) {
+		client_end(c);
+		return;
+	}
+	hlen = (size_t)snprintf(
+	    head, sizeof(head), "HTTP/1.1 %s\r\n%sContent-Length: %zu\r\nConnection: close\r\n\r\n",
+	    answer_status(what),
+	    body ? "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n" : "", blen);
+	c->out = malloc(hlen + blen);
+	if (!c->out) {
+		free(body);
+		client_end(c);
+		return;
+	}
+	memcpy(c->out, head, hlen);
+	if (blen)
+		memcpy(c->out + hlen, body, blen);
+	free(body);
+	c->out_len = hlen + blen;
+	c->out_off = 0;
+	m_io_stop(c->m, &c->io);
+	ev_io_set(&c->io, c->io.fd, EV_WRITE);
+	m_io_start(c->m, &c->io);
+	client_write(c);
+}
+
+static void client_read(ss_metrics_client_t *c)
+{
+	ss_scrape_t what;
+	ssize_t n;
+	int r;
+
+	do
+		n = recv(c->io.fd, c->req + c->n, sizeof(c->req) - c->n, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return;
+	if (n <= 0) {
+		client_end(c);
+		return;
+	}
+	c->n += (size_t)n;
+	r = ss_scrape_parse(c->req, c->n, &what);
+	if (r == SS_AGAIN && c->n < sizeof(c->req))
+		return;
+	client_answer(c, r == SS_AGAIN ? SS_SCRAPE_BAD_REQUEST : what);
+}
+
+static void client_io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	ss_metrics_client_t *c = w->data;
+	(void)loop;
+	(void)revents;
+
+	if (c->lingering)
+		client_linger(c);
+	else if (c->out)
+		client_write(c);
+	else
+		client_read(c);
+}
+
+static void client_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)revents;
+	/* A timer that has fired is no longer active: its reference comes
+	 * back here. */
+	ev_ref(loop);
+	client_end(w->data);
+}
+
+static void metrics_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	ss_metrics_t *m = w->data;
+	(void)loop;
+	(void)revents;
+
+	while (m->busy < SS_METRICS_CLIENTS) {
+		int fd = accept4(m->lis.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		ss_metrics_client_t *c = NULL;
+		if (fd < 0)
+			return;
+		for (size_t i = 0; i < SS_METRICS_CLIENTS && !c; i++)
+			if (m->c[i].io.fd < 0)
+				c = &m->c[i];
+		c->n = 0;
+		c->out = NULL;
+		c->lingering = false;
+		ev_io_init(&c->io, client_io_cb, fd, EV_READ);
+		c->io.data = c;
+		ev_timer_init(&c->timer, client_timer_cb, SS_METRICS_TIMEOUT, 0);
+		c->timer.data = c;
+		m_io_start(m, &c->io);
+		ev_timer_start(m->loop, &c->timer);
+		ev_unref(m->loop);
+		m->busy++;
+	}
+	/* Full: the others wait in the listen queue. */
+	m_io_stop(m, &m->lis);
+}
+
+int ss_metrics_parse(const char *addr, struct sockaddr_storage *ss, socklen_t *len, char *err,
+		     size_t errlen)
+{
+	const char *colon = strrchr(addr, ':'), *ptext = colon ? colon + 1 : addr;
+	char host[SS_HOST_MAX] = "127.0.0.1";
+	size_t hlen = colon ? (size_t)(colon - addr) : 0;
+	char *end;
+	long port = strtol(ptext, &end, 10);
+
+	if (!*ptext || *end || port <= 0 || port > 65535)
+		goto bad;
+	if (colon) {
+		if (addr[0] == '[' && hlen >= 2 && addr[hlen - 1] == ']')
+			addr++, hlen -= 2;
+		if (hlen == 0 || hlen >= sizeof(host))
+			goto bad;
+		memcpy(host, addr, hlen);
+		host[hlen] = '\0';
+	}
+	if (ss_sock_resolve_startup(host, (unsigned)port, false, true, ss, len, err, errlen) < 0)
+		return -EINVAL;
+	return 0;
+bad:
+	snprintf(err, errlen, "bad metrics address (ADDR:PORT or PORT): %s", addr);
+	return -EINVAL;
+}
+
+int ss_metrics_start(ss_metrics_t *m, const ss_shared_t *sh, struct ev_loop *loop, const char *addr,
+		     char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	ss_sockopts_t o = {0};
+	char where[SS_ADDR_STRLEN];
+	int fd;
+
+	memset(m, 0, sizeof(*m));
+	if (ss_metrics_parse(addr, &ss, &len, err, errlen) < 0)
+		return -EINVAL;
+	/* A reload takes the running set's listener: the port never closes. */
+	fd = ss_inherit_take((struct sockaddr *)&ss, len, SOCK_STREAM);
+	if (fd < 0)
+		fd = ss_sock_listen_tcp((struct sockaddr *)&ss, len, &o);
+	ss_sockaddr_format((struct sockaddr *)&ss, where, sizeof(where));
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot serve metrics on %s: %s", where, strerror(-fd));
+		return fd;
+	}
+	m->sh = sh;
+	m->loop = loop;
+	for (size_t i = 0; i < SS_METRICS_CLIENTS; i++) {
+		m->c[i].m = m;
+		m->c[i].io.fd = -1;
+	}
+	ev_io_init(&m->lis, metrics_accept_cb, fd, EV_READ);
+	m->lis.data = m;
+	m_io_start(m, &m->lis);
+	if (!ss_sockaddr_is_loopback((struct sockaddr *)&ss))
+		ss_warn("metrics on %s, not a loopback address: anyone who reaches it sees the "
+			"figures",
+			where);
+	else
+		ss_notice("metrics on http://%s/metrics", where);
+	return 0;
+}
+
+void ss_metrics_stop(ss_metrics_t *m)
+{
+	if (!m->sh)
+		return;
+	for (size_t i = 0; i < SS_METRICS_CLIENTS; i++)
+		if (m->c[i].io.fd >= 0)
+			client_end(&m->c[i]);
+	m_io_stop(m, &m->lis);
+	if (!m->handed && !ss_inherit_give_back(m->lis.fd))
+		close(m->lis.fd);
+	m->sh = NULL;
+}
