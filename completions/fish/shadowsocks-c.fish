@@ -75,3 +75,4 @@ complete -c ss-manager -l manager-address -r -d 'Where commands come: host:port 
 complete -c ss-manager -l executable -r -F -d 'Ignored: every port runs in the manager'
 complete -c ss-manager -s D -l workdir -x -a '(__fish_complete_directories)' -d 'Working directory, where the state file is kept'
 complete -c ss-manager -l state -r -F -d 'The file the ports are kept in'
+complete -c ss-manager -l block-private -d 'Ports refuse private targets (the default)'

@@ -414,13 +414,8 @@ static int program_swap(program_t *p, ss_config_t *cfg, char *err, size_t errlen
 	ss_workers_t next;
 	int rc;
 
-	for (unsigned i = 0; i < p->workers.n; i++) {
-		ss_instance_t *inst = p->workers.w[i].inst;
-		for (size_t j = 0; j < inst->n_listeners; j++)
-			ss_inherit_offer(inst->listeners[j].io.fd);
-		for (size_t j = 0; j < inst->udp.n_listeners; j++)
-			ss_inherit_offer(inst->udp.listeners[j].io.fd);
-	}
+	for (unsigned i = 0; i < p->workers.n; i++)
+		ss_instance_offer_listeners(p->workers.w[i].inst);
 	if (p->workers.metrics)
 		ss_inherit_offer(p->workers.metrics->lis.fd);
 	rc = ss_workers_create(&next, cfg, p->loop, err, errlen);

@@ -5,10 +5,11 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* What each key an add may give is, as JSON. */
-typedef enum { KEY_TEXT, KEY_BOOL, KEY_NUMBER } key_kind_t;
+typedef enum { KEY_TEXT, KEY_BOOL, KEY_NUMBER, KEY_USERS } key_kind_t;
 
 static const struct {
 	const char *key;
@@ -22,6 +23,7 @@ static const struct {
     {"timeout", KEY_NUMBER, false},   {"udp_timeout", KEY_NUMBER, false},
     {"plugin", KEY_TEXT, false},      {"plugin_opts", KEY_TEXT, false},
     {"plugin_mode", KEY_TEXT, false}, {"acl", KEY_TEXT, false},
+    {"users", KEY_USERS, true},
 };
 #define N_PORT_KEYS (sizeof(port_keys) / sizeof(port_keys[0]))
 
@@ -60,6 +62,77 @@ static int port_value(const cJSON *j, uint16_t *port)
 	return 0;
 }
 
+/* Printable text of at most FIELD_MAX bytes. */
+static bool text_ok(const cJSON *j)
+{
+	if (!cJSON_IsString(j) || strlen(j->valuestring) > FIELD_MAX)
+		return false;
+	for (const char *p = j->valuestring; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* The users a port may have at most, as ss-server takes them. */
+#define USERS_MAX 4096
+
+/* A user object: "name" and "password" or "key" (and "method") as
+ * printable text, nothing else kept; a copy into *out, or NULL. */
+static cJSON *user_copy(const cJSON *u, bool name_only)
+{
+	static const char *const keys[] = {"name", "password", "key", "method"};
+	cJSON *o;
+
+	if (!cJSON_IsObject(u) || !text_ok(cJSON_GetObjectItemCaseSensitive(u, "name")) ||
+	    !cJSON_GetObjectItemCaseSensitive(u, "name")->valuestring[0])
+		return NULL;
+	if (!name_only && !cJSON_GetObjectItemCaseSensitive(u, "password") &&
+	    !cJSON_GetObjectItemCaseSensitive(u, "key"))
+		return NULL;
+	if (!(o = cJSON_CreateObject()))
+		return NULL;
+	for (size_t i = 0; i < (name_only ? 1 : sizeof(keys) / sizeof(keys[0])); i++) {
+		const cJSON *j = cJSON_GetObjectItemCaseSensitive(u, keys[i]);
+		if (j == NULL)
+			continue;
+		if (!text_ok(j) || !cJSON_AddStringToObject(o, keys[i], j->valuestring)) {
+			cJSON_Delete(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+/* "users": an array of user objects (or its text, as the state file keeps
+ * it), checked and kept as text of the copies. */
+static char *users_text(const cJSON *j)
+{
+	cJSON *in = NULL, *out = NULL;
+	const cJSON *arr = j;
+	char *text = NULL;
+	int n = 0;
+
+	if (cJSON_IsString(j)) {
+		in = cJSON_Parse(j->valuestring);
+		arr = in;
+	}
+	if (!cJSON_IsArray(arr) || (n = cJSON_GetArraySize(arr)) < 1 || n > USERS_MAX ||
+	    !(out = cJSON_CreateArray()))
+		goto done;
+	for (const cJSON *u = arr->child; u; u = u->next) {
+		cJSON *c = user_copy(u, false);
+		if (!c || !cJSON_AddItemToArray(out, c)) {
+			cJSON_Delete(c);
+			goto done;
+		}
+	}
+	text = cJSON_PrintUnformatted(out);
+done:
+	cJSON_Delete(in);
+	cJSON_Delete(out);
+	return text;
+}
+
 /* One field's value as text into out; -EINVAL when it is not of its
  * kind, or holds a control byte. */
 static int field_text(const cJSON *j, key_kind_t kind, char *buf, size_t cap, const char **out)
@@ -91,13 +164,12 @@ static int field_text(const cJSON *j, key_kind_t kind, char *buf, size_t cap, co
 		}
 		*out = buf;
 		return 0;
+	case KEY_USERS:
+		return -EINVAL; /* ss_mgr_port_parse's own */
 	case KEY_TEXT:
 	default:
-		if (!cJSON_IsString(j) || strlen(j->valuestring) > FIELD_MAX)
+		if (!text_ok(j))
 			return -EINVAL;
-		for (const char *p = j->valuestring; *p; p++)
-			if ((unsigned char)*p < 0x20 || *p == 0x7f)
-				return -EINVAL;
 		*out = j->valuestring;
 		return 0;
 	}
@@ -122,6 +194,19 @@ int ss_mgr_port_parse(const cJSON *obj, uint16_t *port, cJSON **fields, char *er
 
 		if (j == NULL || cJSON_IsNull(j))
 			continue;
+		if (port_keys[i].kind == KEY_USERS) {
+			char *users = users_text(j);
+			bool ok = users && cJSON_AddStringToObject(out, "users", users);
+			free(users);
+			if (!ok) {
+				cJSON_Delete(out);
+				return mgr_err(
+				    err, errlen, "%s",
+				    "\"users\" must be an array of 1 to 4096 objects, "
+				    "each with a \"name\" and a \"password\" or \"key\"");
+			}
+			continue;
+		}
 		if (field_text(j, port_keys[i].kind, num, sizeof(num), &text) != 0) {
 			cJSON_Delete(out);
 			return mgr_err(
@@ -193,22 +278,42 @@ int ss_mgr_cmd_parse(const char *buf, size_t len, ss_mgr_cmd_t *cmd, char *err, 
 		cmd->verb = SS_MGR_STAT;
 		return 0;
 	}
-	if (verb_is(buf, len, "add", true))
-		cmd->verb = SS_MGR_ADD;
-	else if (verb_is(buf, len, "remove", true))
-		cmd->verb = SS_MGR_REMOVE;
-	else
-		return mgr_err(err, errlen, "%s", "unknown command (add, remove, list, ping)");
-	{
-		size_t skip = cmd->verb == SS_MGR_ADD ? 4 : 7;
-		if ((rc = cmd_object(buf + skip, len - skip, &obj, err, errlen)) < 0)
-			return rc;
-	}
+	static const struct {
+		const char *name;
+		ss_mgr_verb_t verb;
+	} verbs[] = {{"add", SS_MGR_ADD},
+		     {"remove", SS_MGR_REMOVE},
+		     {"add_user", SS_MGR_ADD_USER},
+		     {"remove_user", SS_MGR_REMOVE_USER}};
+	size_t skip = 0;
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]) && !skip; i++)
+		if (verb_is(buf, len, verbs[i].name, true)) {
+			cmd->verb = verbs[i].verb;
+			skip = strlen(verbs[i].name) + 1;
+		}
+	if (!skip)
+		return mgr_err(err, errlen, "%s",
+			       "unknown command (add, remove, list, ping, add_user, remove_user)");
+	if ((rc = cmd_object(buf + skip, len - skip, &obj, err, errlen)) < 0)
+		return rc;
 	if (cmd->verb == SS_MGR_ADD) {
 		rc = ss_mgr_port_parse(obj, &cmd->port, &cmd->fields, err, errlen);
 		if (rc == 0 && cJSON_GetObjectItemCaseSensitive(cmd->fields, "password") == NULL &&
-		    cJSON_GetObjectItemCaseSensitive(cmd->fields, "key") == NULL)
-			rc = mgr_err(err, errlen, "%s", "add needs a \"password\" (or \"key\")");
+		    cJSON_GetObjectItemCaseSensitive(cmd->fields, "key") == NULL &&
+		    cJSON_GetObjectItemCaseSensitive(cmd->fields, "users") == NULL)
+			rc = mgr_err(err, errlen, "%s",
+				     "add needs a \"password\" (or \"key\", or \"users\")");
+	} else if ((cmd->verb == SS_MGR_ADD_USER || cmd->verb == SS_MGR_REMOVE_USER) &&
+		   cJSON_IsObject(obj) &&
+		   port_value(cJSON_GetObjectItemCaseSensitive(obj, "server_port"), &cmd->port) ==
+		       0) {
+		cmd->user = user_copy(obj, cmd->verb == SS_MGR_REMOVE_USER);
+		rc = cmd->user
+			 ? 0
+			 : mgr_err(err, errlen, "%s",
+				   cmd->verb == SS_MGR_ADD_USER
+				       ? "add_user needs a \"name\" and a \"password\" or \"key\""
+				       : "remove_user needs a \"name\"");
 	} else if (!cJSON_IsObject(obj) ||
 		   port_value(cJSON_GetObjectItemCaseSensitive(obj, "server_port"), &cmd->port) !=
 		       0) {
@@ -225,5 +330,7 @@ int ss_mgr_cmd_parse(const char *buf, size_t len, ss_mgr_cmd_t *cmd, char *err, 
 void ss_mgr_cmd_free(ss_mgr_cmd_t *cmd)
 {
 	cJSON_Delete(cmd->fields);
+	cJSON_Delete(cmd->user);
 	cmd->fields = NULL;
+	cmd->user = NULL;
 }

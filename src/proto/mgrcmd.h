@@ -9,6 +9,12 @@
  *   list
  *   ping
  *
+ * with two of our own, for a port of several users ("users", as ss-server
+ * takes them: [{"name": ..., "password": ...}, ...]):
+ *
+ *   add_user: {"server_port": 8388, "name": "alice", "password": "..."}
+ *   remove_user: {"server_port": 8388, "name": "alice"}
+ *
  * and "stat: {...}", which an ss-server sends its manager. The text comes
  * from the network: parsing never trusts its length, its bytes or its
  * JSON, and an error names no value of a secret field. */
@@ -24,6 +30,8 @@ typedef enum {
 	SS_MGR_LIST,
 	SS_MGR_PING,
 	SS_MGR_STAT,
+	SS_MGR_ADD_USER,
+	SS_MGR_REMOVE_USER,
 } ss_mgr_verb_t;
 
 /* The largest command read: a datagram's most. */
@@ -35,8 +43,13 @@ typedef struct ss_mgr_cmd {
 	/* ADD: the port's settings a command may give, as a JSON object whose
 	 * values are the text ss_config_set takes ("true", "300", the string),
 	 * keys in a fixed order; owned by the command (free it
-	 * with ss_mgr_cmd_free). NULL otherwise. */
+	 * with ss_mgr_cmd_free); "users" is the text of a JSON array of
+	 * user objects (name, password or key, method), checked. NULL
+	 * otherwise. */
 	struct cJSON *fields;
+	/* ADD_USER: the user's object (name, password or key, method), owned
+	 * by the command; REMOVE_USER: one holding its name alone. */
+	struct cJSON *user;
 } ss_mgr_cmd_t;
 
 /* Parses one datagram of len bytes (no NUL needed; trailing white space

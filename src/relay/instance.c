@@ -419,6 +419,20 @@ void ss_instance_retire(ss_instance_t *inst)
 	ev_timer_start(inst->loop, &inst->retire_check);
 }
 
+void ss_instance_end_user(ss_instance_t *inst, const char *name)
+{
+	size_t users = inst->shared->fig_layout.n_users + 1;
+
+	for (size_t i = 0; i < inst->conns.fresh; i++) {
+		ss_conn_t *c = ss_pool_at(&inst->conns, i);
+		size_t user = c->fig ? (c->fig - 1) % users : 0; /* its row's */
+		if (c->inst == inst && c->state != SS_CONN_CLOSED && user &&
+		    strcmp(inst->cfg->users[user - 1].name, name) == 0)
+			ss_conn_close(c, "its user was removed");
+	}
+	ss_conn_reap(inst);
+}
+
 void ss_instance_stop(ss_instance_t *inst)
 {
 	if (inst->stopping)

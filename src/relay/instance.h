@@ -194,6 +194,10 @@ static inline const char *ss_instance_target_private(const struct ss_instance *i
  * connection and association have ended; those go on as they were. */
 void ss_instance_retire(ss_instance_t *inst);
 
+/* ss-server, a port of several users: the connections of the user called
+ * name end now. */
+void ss_instance_end_user(ss_instance_t *inst, const char *name);
+
 /* The class of k's states (adding one for it), or -ENOSPC. */
 int ss_instance_codec_class(struct ss_instance *inst, ss_codec_t *k);
 
@@ -210,6 +214,11 @@ int ss_instance_listen_on(struct ss_instance *inst, const char *host, uint16_t p
 void ss_instance_hold(struct ss_instance *inst, bool hold);
 /* At stop: the listeners and the timers of accepting stop. */
 void ss_instance_accept_stop(struct ss_instance *inst);
+/* A reload, on the main thread: the listening sockets (TCP and UDP) are
+ * offered to the instances made next (net/inherit.h), and then marked
+ * with whether one took them, before inst retires. */
+void ss_instance_offer_listeners(struct ss_instance *inst);
+void ss_instance_mark_handed(struct ss_instance *inst);
 /* A reload: connections still waiting on a listener that the new workers
  * did not take are accepted here, then every listener closes (a taken one
  * lives on in the new workers' duplicate). */

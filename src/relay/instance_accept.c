@@ -354,6 +354,22 @@ void ss_instance_accept_stop(struct ss_instance *inst)
 	ev_timer_stop(inst->loop, &inst->room_short.quiet);
 }
 
+void ss_instance_mark_handed(struct ss_instance *inst)
+{
+	for (size_t j = 0; j < inst->n_listeners; j++)
+		inst->listeners[j].handed = ss_inherit_taken(inst->listeners[j].io.fd);
+	for (size_t j = 0; j < inst->udp.n_listeners; j++)
+		inst->udp.listeners[j].handed = ss_inherit_taken(inst->udp.listeners[j].io.fd);
+}
+
+void ss_instance_offer_listeners(struct ss_instance *inst)
+{
+	for (size_t j = 0; j < inst->n_listeners; j++)
+		ss_inherit_offer(inst->listeners[j].io.fd);
+	for (size_t j = 0; j < inst->udp.n_listeners; j++)
+		ss_inherit_offer(inst->udp.listeners[j].io.fd);
+}
+
 void ss_instance_accept_retire(struct ss_instance *inst)
 {
 	for (size_t i = 0; i < inst->n_listeners; i++) {

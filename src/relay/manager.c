@@ -65,12 +65,9 @@ static void reply_add(mgr_reply_t *r, const char *fmt, ...)
 static void mgr_ping(ss_manager_t *m, mgr_reply_t *r)
 {
 	reply_add(r, "stat: {");
-	for (size_t i = 0; i < m->n_ports; i++) {
-		ss_stats_t st;
-		ss_instance_stats(m->ports[i]->inst, &st);
+	for (size_t i = 0; i < m->n_ports; i++)
 		reply_add(r, "%s\"%u\":%llu", i ? "," : "", m->ports[i]->port,
-			  (unsigned long long)(st.bytes_up + st.bytes_down));
-	}
+			  (unsigned long long)mgr_port_bytes(m, m->ports[i]));
 	reply_add(r, "}");
 }
 
@@ -88,7 +85,9 @@ static void mgr_list(ss_manager_t *m, mgr_reply_t *r)
 		snprintf(port, sizeof(port), "%u", p->port);
 		ok = o && cJSON_AddStringToObject(o, "server_port", port);
 		for (const cJSON *f = p->fields->child; ok && f; f = f->next)
-			ok = cJSON_AddStringToObject(o, f->string, f->valuestring) != NULL;
+			ok = strcmp(f->string, "users") == 0
+				 ? cJSON_AddItemToObject(o, "users", cJSON_Parse(f->valuestring))
+				 : cJSON_AddStringToObject(o, f->string, f->valuestring) != NULL;
 		if (ok && !cJSON_GetObjectItemCaseSensitive(o, "method"))
 			ok = cJSON_AddStringToObject(o, "method", mgr_port_method(p)) != NULL;
 		text = ok ? cJSON_PrintUnformatted(o) : NULL;
@@ -100,6 +99,65 @@ static void mgr_list(ss_manager_t *m, mgr_reply_t *r)
 		cJSON_Delete(o);
 	}
 	reply_add(r, "%s]", m->n_ports ? "\n" : "");
+}
+
+/* add_user, remove_user: the port's users with cmd's added or taken
+ * away, served by a new instance (mgr_port_replace). 0 or -errno with
+ * err. */
+static int mgr_user(ss_manager_t *m, const ss_mgr_cmd_t *cmd, char *err, size_t errlen)
+{
+	mgr_port_t *p = mgr_port_find(m, cmd->port);
+	const cJSON *had, *name = cJSON_GetObjectItemCaseSensitive(cmd->user, "name");
+	cJSON *users = NULL, *fields = NULL, *found = NULL;
+	char *text = NULL, gone[SS_USER_NAME_MAX] = "";
+	int rc = -EINVAL;
+
+	if (!p) {
+		snprintf(err, errlen, "port %u is not served", cmd->port);
+		return -ENOENT;
+	}
+	had = cJSON_GetObjectItemCaseSensitive(p->fields, "users");
+	users = had ? cJSON_Parse(had->valuestring) : cJSON_CreateArray();
+	if (!users) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (cJSON *u = users->child; u; u = u->next)
+		if (strcmp(cJSON_GetObjectItemCaseSensitive(u, "name")->valuestring,
+			   name->valuestring) == 0)
+			found = u;
+	if (cmd->verb == SS_MGR_ADD_USER) {
+		if (found) {
+			snprintf(err, errlen, "user '%.64s' is one already", name->valuestring);
+			goto out;
+		}
+		cJSON_AddItemToArray(users, cJSON_Duplicate(cmd->user, true));
+	} else {
+		if (!found) {
+			snprintf(err, errlen, "no user '%.64s'", name->valuestring);
+			goto out;
+		}
+		if (cJSON_GetArraySize(users) == 1) {
+			snprintf(err, errlen, "the port's last user (remove the port instead)");
+			goto out;
+		}
+		snprintf(gone, sizeof(gone), "%s", name->valuestring);
+		cJSON_Delete(cJSON_DetachItemViaPointer(users, found));
+	}
+	if (!(text = cJSON_PrintUnformatted(users)) ||
+	    !(fields = cJSON_Duplicate(p->fields, true)) ||
+	    (cJSON_DeleteItemFromObjectCaseSensitive(fields, "users"),
+	     !cJSON_AddStringToObject(fields, "users", text))) {
+		cJSON_Delete(fields);
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = mgr_port_replace(m, p, fields, gone[0] ? gone : NULL, err, errlen);
+out:
+	free(text);
+	cJSON_Delete(users);
+	return rc;
 }
 
 /* One command; the reply in r (nothing for "stat:"). */
@@ -133,6 +191,21 @@ static void mgr_command(ss_manager_t *m, const char *buf, size_t len, const char
 			break;
 		}
 		ss_notice("port %u added", cmd.port);
+		mgr_state_save(m);
+		reply_add(r, "ok");
+		break;
+	case SS_MGR_ADD_USER:
+	case SS_MGR_REMOVE_USER:
+		if ((rc = mgr_user(m, &cmd, err, sizeof(err))) < 0) {
+			ss_err("%s on port %u: %s",
+			       cmd.verb == SS_MGR_ADD_USER ? "add_user" : "remove_user", cmd.port,
+			       err);
+			reply_add(r, "err");
+			break;
+		}
+		ss_notice("port %u: user %s %s", cmd.port,
+			  cJSON_GetObjectItemCaseSensitive(cmd.user, "name")->valuestring,
+			  cmd.verb == SS_MGR_ADD_USER ? "added" : "removed");
 		mgr_state_save(m);
 		reply_add(r, "ok");
 		break;

@@ -21,7 +21,13 @@ typedef struct mgr_port {
 	ss_config_t *cfg;
 	ss_instance_t *inst;
 	ss_manager_t *m;
-	bool stopped;          /* its STOPPED came: destroy it */
+	bool stopped; /* its STOPPED came: destroy it */
+	/* Replaced by an instance of new settings (add_user, remove_user):
+	 * it serves the connections it has until they end. */
+	bool replaced;
+	/* Bytes both ways of the instances this port had before, since it
+	 * was added (ping). */
+	uint64_t base;
 	struct mgr_port *next; /* in m->dying */
 } mgr_port_t;
 
@@ -48,6 +54,15 @@ int mgr_defaults(ss_manager_t *m);
 /* Starts port with fields (taken over by the port, freed on failure). 0,
  * or -errno with err naming the reason; nothing is left made. */
 int mgr_port_add(ss_manager_t *m, uint16_t port, struct cJSON *fields, char *err, size_t errlen);
+/* Serves p's port with fields (taken over, freed on failure) instead:
+ * the new instance takes p's listening sockets, p's goes on serving its
+ * connections until they end, but those of the user named gone (NULL:
+ * none), which end now. 0, or -errno with err; p unchanged then. */
+int mgr_port_replace(ss_manager_t *m, mgr_port_t *p, struct cJSON *fields, const char *gone,
+		     char *err, size_t errlen);
+/* Bytes both ways since the port was added, its earlier instances
+ * included. */
+uint64_t mgr_port_bytes(const ss_manager_t *m, const mgr_port_t *p);
 /* Stops the port: its listeners close once it has stopped. -ENOENT. */
 int mgr_port_remove(ss_manager_t *m, uint16_t port);
 mgr_port_t *mgr_port_find(ss_manager_t *m, uint16_t port);

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "net/inherit.h"
+#include "relay/instance.h"
 #include "relay/manager_internal.h"
 #include "util/log.h"
 
@@ -181,6 +183,8 @@ static void mgr_port_cb(ss_instance_t *inst, ss_instance_event_t ev, const char 
 		ss_info("port %u: serving", p->port);
 		break;
 	case SS_INSTANCE_FAILED:
+		if (p->replaced)
+			break; /* it stops: its STOPPED frees it */
 		/* The state file keeps it: a restart tries it again. */
 		ss_err("port %u: %s; the port is dropped", p->port, msg);
 		mgr_port_retire(p->m, p);
@@ -192,17 +196,39 @@ static void mgr_port_cb(ss_instance_t *inst, ss_instance_event_t ev, const char 
 	}
 }
 
-/* Frees the dying ports that have stopped: their listeners close. */
+static uint64_t mgr_inst_bytes(ss_instance_t *inst)
+{
+	ss_stats_t st;
+
+	ss_instance_stats(inst, &st);
+	return st.bytes_up + st.bytes_down;
+}
+
+uint64_t mgr_port_bytes(const ss_manager_t *m, const mgr_port_t *p)
+{
+	uint64_t n = p->base + mgr_inst_bytes(p->inst);
+
+	for (const mgr_port_t *d = m->dying; d; d = d->next)
+		if (d->replaced && d->port == p->port)
+			n += mgr_inst_bytes(d->inst);
+	return n;
+}
+
+/* Frees the dying ports that have stopped: their listeners close. What a
+ * replaced one relayed goes to the port that serves its number now. */
 static void mgr_reap(ss_manager_t *m)
 {
 	for (mgr_port_t **pp = &m->dying; *pp;) {
-		mgr_port_t *p = *pp;
+		mgr_port_t *p = *pp, *now;
 		if (!p->stopped) {
 			pp = &p->next;
 			continue;
 		}
 		*pp = p->next;
-		ss_info("port %u: closed", p->port);
+		if (p->replaced && (now = mgr_port_find(m, p->port)))
+			now->base += mgr_inst_bytes(p->inst);
+		else
+			ss_info("port %u: closed", p->port);
 		mgr_port_free(p);
 	}
 }
@@ -235,7 +261,7 @@ int mgr_port_add(ss_manager_t *m, uint16_t port, cJSON *fields, char *err, size_
 	 * listeners close now, not on the loop's next turn. */
 	mgr_reap(m);
 	for (const mgr_port_t *d = m->dying; d; d = d->next)
-		if (d->port == port) {
+		if (d->port == port && !d->replaced) {
 			cJSON_Delete(fields);
 			snprintf(err, errlen, "port %u is still closing (its plugin stopping)",
 				 port);
@@ -271,12 +297,61 @@ int mgr_port_add(ss_manager_t *m, uint16_t port, cJSON *fields, char *err, size_
 	return 0;
 }
 
+int mgr_port_replace(ss_manager_t *m, mgr_port_t *p, cJSON *fields, const char *gone, char *err,
+		     size_t errlen)
+{
+	mgr_port_t *q = calloc(1, sizeof(*q));
+	int rc;
+
+	if (!q) {
+		cJSON_Delete(fields);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	q->port = p->port;
+	q->fields = fields;
+	q->m = m;
+	q->base = p->base;
+	if ((rc = mgr_port_config(m, q, err, errlen)) < 0) {
+		mgr_port_free(q);
+		return rc;
+	}
+	ss_instance_offer_listeners(p->inst);
+	rc = ss_instance_create(q->cfg, m->loop, &q->inst, err, errlen);
+	if (rc < 0) {
+		mgr_port_free(q); /* gives the sockets back (net/inherit.h) */
+		ss_inherit_clear();
+		return rc;
+	}
+	ss_instance_mark_handed(p->inst);
+	ss_inherit_clear();
+	ss_instance_set_cb(q->inst, mgr_port_cb, q);
+	for (size_t i = 0; i < m->n_ports; i++)
+		if (m->ports[i] == p)
+			m->ports[i] = q;
+	p->replaced = true;
+	p->base = 0;
+	p->next = m->dying;
+	m->dying = p;
+	ss_instance_retire(p->inst);
+	/* The user's connections end wherever they are: in this instance or
+	 * in those of the port's earlier settings, still serving theirs. */
+	for (mgr_port_t *d = m->dying; gone && d; d = d->next)
+		if (d->replaced && d->port == p->port && !d->stopped)
+			ss_instance_end_user(d->inst, gone);
+	return 0;
+}
+
 int mgr_port_remove(ss_manager_t *m, uint16_t port)
 {
 	mgr_port_t *p = mgr_port_find(m, port);
 
 	if (!p)
 		return -ENOENT;
+	/* What earlier settings of the port still serve ends with it. */
+	for (mgr_port_t *d = m->dying; d; d = d->next)
+		if (d->replaced && d->port == port)
+			ss_instance_stop(d->inst);
 	mgr_port_retire(m, p);
 	return 0;
 }

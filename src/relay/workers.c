@@ -194,12 +194,7 @@ void ss_workers_retire(ss_workers_t *ws)
 	for (unsigned i = 0; i < ws->n; i++) {
 		ss_worker_t *w = &ws->w[i];
 		/* Read by the worker's thread after the wake below. */
-		for (size_t j = 0; j < w->inst->n_listeners; j++)
-			w->inst->listeners[j].handed =
-			    ss_inherit_taken(w->inst->listeners[j].io.fd);
-		for (size_t j = 0; j < w->inst->udp.n_listeners; j++)
-			w->inst->udp.listeners[j].handed =
-			    ss_inherit_taken(w->inst->udp.listeners[j].io.fd);
+		ss_instance_mark_handed(w->inst);
 		if (w->threaded) {
 			if (w->running)
 				ev_async_send(w->loop, &w->retire);

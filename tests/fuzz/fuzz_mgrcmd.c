@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: ss-manager's commands (ss_mgr_cmd_parse), raw. The
  * input is one datagram. A command that parses has a verb; an add has a
- * port, a password or key, and fields that are all printable text, which
- * written back as an add parse to the same port and fields; a remove has a
- * port. One that does not parse leaves nothing allocated and an error of
- * one line. */
+ * port, a password, key or users, and fields that are all printable text,
+ * which written back as an add parse to the same port and fields; a remove
+ * has a port; add_user and remove_user a port and a user with a name. One that does not parse
+ * leaves nothing allocated and an error of one line. */
 #include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,7 +18,8 @@ static void check_fields(const cJSON *fields)
 {
 	FZ_CHECK(cJSON_IsObject(fields));
 	FZ_CHECK(cJSON_GetObjectItemCaseSensitive(fields, "password") ||
-		 cJSON_GetObjectItemCaseSensitive(fields, "key"));
+		 cJSON_GetObjectItemCaseSensitive(fields, "key") ||
+		 cJSON_GetObjectItemCaseSensitive(fields, "users"));
 	for (const cJSON *f = fields->child; f; f = f->next) {
 		FZ_CHECK(cJSON_IsString(f));
 		for (const char *p = f->valuestring; *p; p++)
@@ -55,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256] = "";
 
 	if (ss_mgr_cmd_parse((const char *)data, size, &cmd, err, sizeof(err)) < 0) {
-		FZ_CHECK(cmd.fields == NULL);
+		FZ_CHECK(cmd.fields == NULL && cmd.user == NULL);
 		FZ_CHECK(err[0] != '\0' && strchr(err, '\n') == NULL);
 		return 0;
 	}
@@ -68,10 +69,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case SS_MGR_REMOVE:
 		FZ_CHECK(cmd.port != 0 && cmd.fields == NULL);
 		break;
+	case SS_MGR_ADD_USER:
+	case SS_MGR_REMOVE_USER: {
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(cmd.user, "name");
+		FZ_CHECK(cmd.port != 0 && cmd.fields == NULL && cJSON_IsString(name) &&
+			 name->valuestring[0]);
+		FZ_CHECK(cmd.verb == SS_MGR_REMOVE_USER ||
+			 cJSON_GetObjectItemCaseSensitive(cmd.user, "password") ||
+			 cJSON_GetObjectItemCaseSensitive(cmd.user, "key"));
+		break;
+	}
 	case SS_MGR_LIST:
 	case SS_MGR_PING:
 	case SS_MGR_STAT:
-		FZ_CHECK(cmd.fields == NULL);
+		FZ_CHECK(cmd.fields == NULL && cmd.user == NULL);
 		break;
 	default:
 		FZ_CHECK(0);

@@ -158,6 +158,14 @@ static void parsers(void)
 		 "\"timeout\": 300, \"plugin\": \"obfs-server\", \"plugin_opts\": "
 		 "\"obfs=http\", \"acl\": \"/etc/a.acl\"}");
 	put_text("fuzz_mgrcmd", "remove", "remove: {\"server_port\": \"8388\"}\n");
+	put_text("fuzz_mgrcmd", "add_users",
+		 "add: {\"server_port\": 8388, \"method\": \"aes-256-gcm\", \"users\": "
+		 "[{\"name\": \"a\", \"password\": \"x\"}, {\"name\": \"b\", \"key\": \"eA==\", "
+		 "\"method\": \"aes-128-gcm\"}]}");
+	put_text("fuzz_mgrcmd", "add_user",
+		 "add_user: {\"server_port\": 8388, \"name\": \"c\", \"password\": \"y\"}");
+	put_text("fuzz_mgrcmd", "remove_user",
+		 "remove_user: {\"server_port\": 8388, \"name\": \"c\"}");
 	put_text("fuzz_mgrcmd", "list", "list");
 	put_text("fuzz_mgrcmd", "ping", "ping\n");
 	put_text("fuzz_mgrcmd", "stat", "stat: {\"8388\": 11}");

@@ -340,3 +340,94 @@ def test_ports_refuse_private_targets_by_default(ss, tmp_path, echo):
     assert not reached, "a manager's port relayed to loopback"
     assert sslib.wait_for(lambda: "block-private" in mgr.stderr(), sslib.T(5)), mgr.describe()
     assert not echo.records, echo.records
+
+
+def user_client(ss, port, method, password):
+    server = sslib.Server(None, sslib.LOOPBACK4, port, method, password)
+    return sslib.start_local(ss.procs, ss.exe("ss-local"), server)
+
+
+def relays(client, echo, nbytes=2000):
+    """Whether nbytes go through client to echo and back (a refused user's
+    connection drains: it is given up on after 2 s)."""
+    try:
+        with sslib.socks5_connect(client.addr, *echo.addr) as s:
+            sslib.echo_check(s, os.urandom(nbytes), timeout=sslib.T(2))
+        return True
+    except (OSError, AssertionError, sslib.SocksError):
+        return False
+
+
+def test_add_and_remove_users_of_a_running_port(ss, tmp_path, echo):
+    """add_user and remove_user change a SIP004 port's users at once; the
+    others' open connections go on, the removed user's end, and the state
+    file keeps the users."""
+    mgr, c = start_manager(ss, tmp_path, udp_control())
+    port, method = sslib.free_port(), "aes-256-gcm"
+    pw = {n: sslib.random_password() for n in ("alice", "bob", "carol")}
+    users = [{"name": n, "password": pw[n]} for n in ("alice", "bob")]
+    assert c.ask("add: " + json.dumps({"server_port": port, "method": method,
+                                       "users": users})) == "ok"
+    clients = {n: user_client(ss, port, method, pw[n]) for n in pw}
+    assert relays(clients["alice"], echo) and relays(clients["bob"], echo)
+    assert not relays(clients["carol"], echo)
+
+    open_alice = sslib.socks5_connect(clients["alice"].addr, *echo.addr)
+    open_bob = sslib.socks5_connect(clients["bob"].addr, *echo.addr)
+    sslib.echo_check(open_alice, os.urandom(1000))
+    sslib.echo_check(open_bob, os.urandom(1000))
+    before = c.ping()[port]
+
+    add = {"server_port": port, "name": "carol", "password": pw["carol"]}
+    assert c.ask("add_user: " + json.dumps(add)) == "ok"
+    assert relays(clients["carol"], echo), mgr.describe()
+    assert c.ask("add_user: " + json.dumps(add)) == "err"  # carol is one already
+    sslib.echo_check(open_alice, os.urandom(1000))
+    sslib.echo_check(open_bob, os.urandom(1000))
+
+    assert c.ask('remove_user: {"server_port": %d, "name": "bob"}' % port) == "ok"
+    st, _ = sslib.wait_closed(open_bob, sslib.T(5))
+    assert st != "open", "the removed user's connection goes on"
+    assert not relays(clients["bob"], echo)
+    sslib.echo_check(open_alice, os.urandom(1000))  # the others' go on
+    assert relays(clients["alice"], echo) and relays(clients["carol"], echo)
+    assert c.ping()[port] >= before + 4000  # the count survives the new instance
+    listed = c.list()[port]
+    assert [u["name"] for u in listed["users"]] == ["alice", "carol"], listed
+
+    for bad in ('remove_user: {"server_port": %d, "name": "bob"}' % port,
+                'remove_user: {"server_port": %d}' % port,
+                'add_user: {"server_port": %d, "name": "dave"}' % port,
+                'add_user: {"server_port": %d, "name": "x", "password": "y"}' % (port + 1)):
+        assert c.ask(bad) == "err", bad
+    assert c.ask('remove_user: {"server_port": %d, "name": "alice"}' % port) == "ok"
+    assert c.ask('remove_user: {"server_port": %d, "name": "carol"}' % port) == "err"  # the last
+    open_alice.close()
+    open_bob.close()
+
+    # A restart: the state file has the users as they are now.
+    mgr.terminate()
+    mgr, c = start_manager(ss, tmp_path, udp_control(), name="ss-manager-2")
+    assert sslib.wait_for(lambda: not refused(port), sslib.T(5))
+    assert relays(clients["carol"], echo) and not relays(clients["alice"], echo)
+
+
+def test_users_of_a_2022_port(ss, tmp_path, echo):
+    """A SIP022 port's users (SIP023): identity PSK as the port's key, each
+    user's PSK as its password."""
+    import base64
+    mgr, c = start_manager(ss, tmp_path, udp_control())
+    method = "2022-blake3-aes-256-gcm"
+    b64 = lambda b: base64.b64encode(b).decode()
+    ipsk, alice, bob = (os.urandom(32) for _ in range(3))
+    port = sslib.free_port()
+    assert c.ask("add: " + json.dumps({"server_port": port, "method": method,
+                                       "password": b64(ipsk),
+                                       "users": [{"name": "alice",
+                                                  "password": b64(alice)}]})) == "ok"
+    key = lambda upsk: "%s:%s" % (b64(ipsk), b64(upsk))
+    a, b = user_client(ss, port, method, key(alice)), user_client(ss, port, method, key(bob))
+    assert relays(a, echo) and not relays(b, echo)
+    assert c.ask("add_user: " + json.dumps({"server_port": port, "name": "bob",
+                                            "password": b64(bob)})) == "ok"
+    assert relays(b, echo) and relays(a, echo)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -94,6 +95,60 @@ static void refused(const char *text)
 	assert_null(strstr(err, "sekrit"));
 }
 
+static void test_users(void **state)
+{
+	const cJSON *name;
+
+	(void)state;
+	/* An add of users alone; only the keys of a user are kept, as text. */
+	assert_int_equal(parse("add: {\"server_port\": 9, \"method\": \"aes-256-gcm\", \"users\": "
+			       "[{\"name\": \"a\", \"password\": \"x\", \"other\": 1},"
+			       " {\"name\": \"b\", \"key\": \"eA==\"}]}"),
+			 0);
+	assert_string_equal(
+	    field("users"),
+	    "[{\"name\":\"a\",\"password\":\"x\"},{\"name\":\"b\",\"key\":\"eA==\"}]");
+	ss_mgr_cmd_free(&cmd);
+	/* The text form (the state file's) reads back the same. */
+	assert_int_equal(parse("add: {\"server_port\": 9, \"users\": "
+			       "\"[{\\\"name\\\":\\\"a\\\",\\\"password\\\":\\\"x\\\"}]\"}"),
+			 0);
+	assert_string_equal(field("users"), "[{\"name\":\"a\",\"password\":\"x\"}]");
+	ss_mgr_cmd_free(&cmd);
+	assert_int_equal(
+	    parse("add_user: {\"server_port\": 9, \"name\": \"c\", \"password\": \"y\"}"), 0);
+	assert_int_equal(cmd.verb, SS_MGR_ADD_USER);
+	assert_int_equal(cmd.port, 9);
+	name = cJSON_GetObjectItemCaseSensitive(cmd.user, "name");
+	assert_string_equal(name->valuestring, "c");
+	ss_mgr_cmd_free(&cmd);
+	assert_int_equal(parse("remove_user: {\"server_port\": \"9\", \"name\": \"c\"}"), 0);
+	assert_int_equal(cmd.verb, SS_MGR_REMOVE_USER);
+	assert_null(cJSON_GetObjectItemCaseSensitive(cmd.user, "password"));
+	ss_mgr_cmd_free(&cmd);
+	/* Refused: no users, a user without a name or secret, an empty name,
+	 * a control byte, add_user without a secret, remove_user without a
+	 * name or port. */
+	const char *bad[] = {
+	    "add: {\"server_port\": 9, \"users\": []}",
+	    "add: {\"server_port\": 9, \"users\": [{\"password\": \"x\"}]}",
+	    "add: {\"server_port\": 9, \"users\": [{\"name\": \"a\"}]}",
+	    "add: {\"server_port\": 9, \"users\": [{\"name\": \"\", \"password\": \"x\"}]}",
+	    "add: {\"server_port\": 9, \"users\": [{\"name\": \"a\\n\", \"password\": \"x\"}]}",
+	    "add: {\"server_port\": 9, \"users\": {\"name\": \"a\", \"password\": \"x\"}}",
+	    "add_user: {\"server_port\": 9, \"name\": \"c\"}",
+	    "remove_user: {\"server_port\": 9}",
+	    "remove_user: {\"name\": \"c\"}",
+	    "add_user {\"server_port\": 9, \"name\": \"c\", \"password\": \"y\"}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(bad[i]), -EINVAL);
+		assert_null(cmd.fields);
+		assert_null(cmd.user);
+		assert_true(err[0] != '\0');
+	}
+}
+
 static void test_refused(void **state)
 {
 	(void)state;
@@ -124,6 +179,7 @@ int main(void)
 	    cmocka_unit_test(test_verbs),
 	    cmocka_unit_test(test_add_fields),
 	    cmocka_unit_test(test_text_fields_read_back),
+	    cmocka_unit_test(test_users),
 	    cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
