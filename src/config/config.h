@@ -178,6 +178,10 @@ struct ss_config {
 	 * server sends it "stat: {...}" datagrams, as shadowsocks-libev's
 	 * ss-server does for its ss-manager. Empty: none. */
 	char manager_address[512];
+	/* Set by ss-manager on the ports it runs (no setting): its control
+	 * socket, a target they refuse whatever the ACL (relay/doors.h),
+	 * without reporting to it. Empty: none. */
+	char manager_door[512];
 	/* --metrics / "metrics" (ss-server): ADDR:PORT of the Prometheus text
 	 * endpoint served on the loop. Empty: none. */
 	char metrics[SS_HOST_MAX + 8];

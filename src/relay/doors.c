@@ -81,6 +81,11 @@ int ss_doors_init(ss_doors_t *d, const ss_config_t *cfg, char *err, size_t errle
 			return -EINVAL;
 		doors_add(d, &ss, len);
 	}
+	if (cfg->manager_door[0]) {
+		if (ss_report_parse(cfg->manager_door, &ss, &len, err, errlen) < 0)
+			return -EINVAL;
+		doors_add(d, &ss, len);
+	}
 	if (cfg->metrics[0]) {
 		if (ss_metrics_parse(cfg->metrics, &ss, &len, err, errlen) < 0)
 			return -EINVAL;

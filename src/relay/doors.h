@@ -9,14 +9,15 @@
 #include "config/config.h"
 
 /* ss-server's own doors: the manager it reports to (--manager-address,
- * over UDP) and its metrics endpoint (--metrics). Clients may never reach
+ * over UDP), its metrics endpoint (--metrics), and the control socket of
+ * the ss-manager running it (cfg->manager_door). Clients may never reach
  * them through the relay, whatever the ACL: a datagram to the manager
  * would forge figures or commands, a scrape would read them. A door on a
  * wildcard address is reached at any local address at its port: loopback,
  * the unspecified address, and every address of the host's interfaces at
  * start. Fixed once made; read by every worker without a lock. */
 
-#define SS_DOORS_MAX 2
+#define SS_DOORS_MAX 3
 
 typedef struct ss_doors {
 	size_t n;

@@ -147,6 +147,8 @@ static int mgr_port_config(ss_manager_t *m, mgr_port_t *p, char *err, size_t err
 	    (rc = ss_config_validate(p->cfg, err, errlen)) < 0)
 		return rc;
 	p->cfg->plugin_name_only = cJSON_GetObjectItemCaseSensitive(p->fields, "plugin") != NULL;
+	/* Its users never reach the manager's control socket through it. */
+	snprintf(p->cfg->manager_door, sizeof(p->cfg->manager_door), "%s", m->cfg->manager_address);
 	return 0;
 }
 

@@ -431,3 +431,29 @@ def test_users_of_a_2022_port(ss, tmp_path, echo):
     assert c.ask("add_user: " + json.dumps({"server_port": port, "name": "bob",
                                             "password": b64(bob)})) == "ok"
     assert relays(b, echo) and relays(a, echo)
+
+
+def test_control_socket_is_not_a_target(ss, tmp_path):
+    """A port's user cannot send commands to the manager through the UDP
+    relay, even with private targets allowed: the datagram is dropped and
+    logged, and nothing is added."""
+    import ssudp
+    control = udp_control()
+    mgr, c = start_manager(ss, tmp_path, control, extra=["-u"])
+    port, pw = sslib.free_port(), sslib.random_password()
+    assert c.add(port, pw) == "ok"
+    client = sslib.start_local(ss.procs, ss.exe("ss-local"),
+                               sslib.Server(None, sslib.LOOPBACK4, port, METHODS[0], pw),
+                               extra=["-u"])
+    victim = sslib.free_port()
+    with ssudp.UdpEcho() as uecho, ssudp.Association(client.addr) as assoc:
+        # The relay works for another target...
+        assert assoc.exchange((uecho.host, uecho.port), b"hello")[3] == b"hello"
+        # ...but not for the control socket.
+        cmd = b'add: {"server_port": %d, "password": "x"}' % victim
+        host, cport = control.rsplit(":", 1)
+        assoc.send(host, int(cport), cmd)
+        assert sslib.wait_for(lambda: "refused" in mgr.stderr() and
+                              cport in mgr.stderr(), sslib.T(5)), mgr.describe()
+    assert victim not in c.list()
+    assert refused(victim)
