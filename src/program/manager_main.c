@@ -2,9 +2,13 @@
 /* ss-manager's process around the manager (relay/manager.c): the control
  * socket and the ports made, the background, the user, the signals. */
 
+#include <errno.h>
 #include <ev.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "program/program.h"
@@ -16,7 +20,51 @@
 typedef struct mgr_run {
 	struct ev_loop *loop;
 	ss_manager_t *m;
+	ss_notify_t *sd;
+	/* SIGHUP: the command line and its file again, from where the
+	 * program started; the configuration it made (the first is the
+	 * caller's). */
+	int argc;
+	char **argv;
+	int cwd; /* -1: unknown */
+	bool daemonized;
+	ss_config_t *cfg;
+	bool cfg_owned;
 } mgr_run_t;
+
+static void mgr_reload(mgr_run_t *r)
+{
+	ss_config_t *cfg = calloc(1, sizeof(*cfg));
+	char err[1024] = "out of memory";
+	int rc = -1;
+
+	ss_notice("SIGHUP: reading the configuration again");
+	ss_notify_send(r->sd, "RELOADING=1");
+	if (cfg && r->cwd >= 0 && fchdir(r->cwd) < 0)
+		snprintf(err, sizeof(err), "cannot go back to the start-up directory: %s",
+			 strerror(errno));
+	else if (cfg && ss_config_parse(cfg, SS_PROG_MANAGER, r->argc, r->argv, stdout, err,
+					sizeof(err)) == SS_CONFIG_RUN)
+		rc = ss_manager_reconfigure(r->m, cfg, err, sizeof(err));
+	if (rc < 0) {
+		ss_err("reload refused, the running configuration stays: %s", err);
+		if (cfg) {
+			ss_config_clear(cfg);
+			free(cfg);
+		}
+	} else {
+		if (r->cfg_owned) {
+			ss_config_clear(r->cfg);
+			free(r->cfg);
+		}
+		r->cfg = cfg;
+		r->cfg_owned = true;
+		ss_notice("configuration reloaded: %zu ports", ss_manager_n_ports(r->m));
+	}
+	if (r->daemonized && chdir("/") < 0)
+		ss_warn("cannot go back to /: %s", strerror(errno));
+	ss_notify_send(r->sd, "READY=1");
+}
 
 static void mgr_done(void *arg)
 {
@@ -31,10 +79,8 @@ static void mgr_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)revents;
 
-	/* A reload of the relays' kind has nothing to read again here: the
-	 * ports change over the control socket. It must not end the process. */
 	if (w->signum == SIGHUP) {
-		ss_notice("SIGHUP: ignored; ports are added and removed over the control socket");
+		mgr_reload(r);
 		return;
 	}
 
@@ -42,9 +88,10 @@ static void mgr_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	ss_manager_stop(r->m, mgr_done, r);
 }
 
-int ss_program_manager(ss_config_t *cfg, struct ev_loop *loop, ss_notify_t *sd)
+int ss_program_manager(ss_config_t *cfg, struct ev_loop *loop, ss_notify_t *sd, int argc,
+		       char **argv)
 {
-	mgr_run_t r = {.loop = loop};
+	mgr_run_t r = {.loop = loop, .sd = sd, .argc = argc, .argv = argv, .cfg = cfg};
 	ev_signal sigint, sigterm, sighup;
 	int notify = -1, rc;
 	char err[1024];
@@ -52,6 +99,8 @@ int ss_program_manager(ss_config_t *cfg, struct ev_loop *loop, ss_notify_t *sd)
 	/* In the background first: the control socket, the ports and their
 	 * plugins are the daemon's, and why it could not start them reaches
 	 * the waiting foreground process. */
+	r.cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r.daemonized = cfg->pid_file[0] != '\0';
 	if (cfg->pid_file[0]) {
 		rc = ss_proc_daemonize(cfg->pid_file, &notify, err, sizeof(err));
 		if (rc != 0) {
@@ -90,5 +139,11 @@ int ss_program_manager(ss_config_t *cfg, struct ev_loop *loop, ss_notify_t *sd)
 	ev_signal_stop(loop, &sighup);
 	ss_notify_send(sd, "STOPPING=1");
 	ss_manager_destroy(r.m);
+	if (r.cfg_owned) {
+		ss_config_clear(r.cfg);
+		free(r.cfg);
+	}
+	if (r.cwd >= 0)
+		close(r.cwd);
 	return 0;
 }

@@ -528,7 +528,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	program_log_setup(&p, &cfg, name);
 	if (prog == SS_PROG_MANAGER) {
 		ev_set_allocator(program_ev_alloc);
-		status = ss_program_manager(&cfg, EV_DEFAULT, &p.sd);
+		status = ss_program_manager(&cfg, EV_DEFAULT, &p.sd, argc, argv);
 		ss_notify_close(&p.sd);
 		ss_config_clear(&cfg);
 		return status;

@@ -7,8 +7,10 @@
 
 struct ev_loop;
 
-/* ss-manager's run once its configuration is parsed and logging set up
- * (manager_main.c): serves until SIGINT or SIGTERM. The exit status. */
-int ss_program_manager(ss_config_t *cfg, struct ev_loop *loop, ss_notify_t *sd);
+/* ss-manager's run once its configuration is parsed (from argc, argv,
+ * parsed again on SIGHUP) and logging set up (manager_main.c): serves
+ * until SIGINT or SIGTERM. The exit status. */
+int ss_program_manager(ss_config_t *cfg, struct ev_loop *loop, ss_notify_t *sd, int argc,
+		       char **argv);
 
 #endif

@@ -373,6 +373,31 @@ static void mgr_port_password(ss_manager_t *m)
 	cJSON_Delete(o);
 }
 
+int ss_manager_reconfigure(ss_manager_t *m, const ss_config_t *cfg, char *err, size_t errlen)
+{
+	const ss_config_t *was = m->cfg;
+	char *defaults = m->defaults;
+
+	if (strcmp(cfg->manager_address, was->manager_address) != 0 ||
+	    strcmp(cfg->state_file, was->state_file) != 0 ||
+	    strcmp(cfg->workdir, was->workdir) != 0) {
+		snprintf(err, errlen,
+			 "the control socket and the state file change only at a restart");
+		return -EINVAL;
+	}
+	m->cfg = cfg;
+	if (mgr_defaults(m) < 0) {
+		m->cfg = was;
+		m->defaults = defaults;
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	free(defaults);
+	mgr_port_password(m);
+	mgr_state_save(m);
+	return 0;
+}
+
 int ss_manager_create(const ss_config_t *cfg, struct ev_loop *loop, ss_manager_t **out, char *err,
 		      size_t errlen)
 {

@@ -24,6 +24,15 @@ typedef struct ss_manager ss_manager_t;
 int ss_manager_create(const ss_config_t *cfg, struct ev_loop *loop, ss_manager_t **out, char *err,
 		      size_t errlen);
 
+/* SIGHUP: cfg (parsed again, outliving the manager or the next call)
+ * replaces the manager's settings for the ports added from now on (the
+ * defaults, "plugins", "acl_dir", "block_private") and adds the ports its
+ * "port_password" names that are not served; the running ports go on as
+ * they are. The control socket and the state file change only at a
+ * restart: a cfg that moves them is refused. 0 or -errno with err (the
+ * running settings stay). */
+int ss_manager_reconfigure(ss_manager_t *m, const ss_config_t *cfg, char *err, size_t errlen);
+
 /* Stops every port and the control socket; done (cb called, once) when
  * every port has stopped its plugins. From the loop's thread. */
 void ss_manager_stop(ss_manager_t *m, void (*done)(void *arg), void *arg);

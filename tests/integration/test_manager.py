@@ -164,9 +164,10 @@ def test_restart_brings_ports_back(ss, tmp_path, echo):
     control = udp_control()
     mgr, c = start_manager(ss, tmp_path, control)
     ports = two_ports(ss, c, echo)
-    # SIGHUP changes nothing (ports change over the control socket).
+    # SIGHUP reads the file again; the ports go on.
     os.kill(mgr.pid, 1)
-    assert sslib.wait_for(lambda: "SIGHUP" in mgr.stderr(), sslib.T(3)), mgr.describe()
+    assert sslib.wait_for(lambda: "configuration reloaded" in mgr.stderr(), sslib.T(3)), \
+        mgr.describe()
     assert set(c.ping()) == {p[0] for p in ports}
     # Fields of every kind come back as they were given.
     extra = sslib.free_port()
@@ -457,3 +458,49 @@ def test_control_socket_is_not_a_target(ss, tmp_path):
                               cport in mgr.stderr(), sslib.T(5)), mgr.describe()
     assert victim not in c.list()
     assert refused(victim)
+
+
+def test_sighup_reads_the_file_again(ss, tmp_path, echo):
+    """SIGHUP: a plugin the file now allows may be added, a port the file's
+    port_password now names starts, the running ports go on, and a file
+    with an error changes nothing."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    os.symlink(os.path.join(here, "xorplugin.py"), bindir / "xorplugin")
+    env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ.get("PATH", "")))
+    control = udp_control()
+    conf = loopback_config(tmp_path)
+    args = ["--manager-address", control, "-s", sslib.LOOPBACK4, "-m", METHODS[0],
+            "--state", str(tmp_path / "state.json"), "-c", conf]
+    mgr = ss.procs.start(ss.exe("ss-manager"), args, env=env)
+    assert sslib.wait_for(lambda: "started" in mgr.stderr(), sslib.T(10)), mgr.describe()
+    c = Control((sslib.LOOPBACK4, int(control.rsplit(":", 1)[1])))
+    p1, pw1 = sslib.free_port(), sslib.random_password()
+    assert c.add(p1, pw1) == "ok"
+    client1 = client_for(ss, p1, pw1, METHODS[0])
+    open_conn = sslib.socks5_connect(client1.addr, *echo.addr)
+    sslib.echo_check(open_conn, os.urandom(1000))
+    p2, p3 = sslib.free_port(), sslib.free_port()
+    assert c.add(p2, "pw", plugin="xorplugin", plugin_opts="server;key=7") == "err"
+
+    def reload(n, text="configuration reloaded"):
+        os.kill(mgr.pid, 1)
+        assert sslib.wait_for(lambda: mgr.stderr().count(text) >= n, sslib.T(5)), \
+            mgr.describe()
+
+    with open(conf, "w") as f:
+        json.dump({"block_private": False, "plugins": ["xorplugin"],
+                   "port_password": {str(p3): "pw3"}}, f)
+    reload(1)
+    assert c.add(p2, "pw", plugin="xorplugin", plugin_opts="server;key=7") == "ok"
+    assert set(c.ping()) == {p1, p2, p3}
+    relay_ok(client_for(ss, p3, "pw3", METHODS[0]), echo)
+    sslib.echo_check(open_conn, os.urandom(1000))  # the open connection goes on
+
+    with open(conf, "w") as f:
+        f.write('{"plugins": 1}')
+    reload(1, "reload refused")
+    assert set(c.ping()) == {p1, p2, p3}
+    relay_ok(client1, echo)
+    open_conn.close()
