@@ -8,7 +8,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,61 +20,26 @@
 #include "proto/mgrcmd.h"
 #include "relay/manager_internal.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 
 /* Commands read per wake-up, so that one busy sender cannot hold the loop. */
 #define MGR_BATCH 64
 
-typedef struct mgr_reply {
-	char *text;
-	size_t len, cap;
-	bool failed;
-} mgr_reply_t;
-
-static void reply_add(mgr_reply_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void reply_add(mgr_reply_t *r, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(r->text + r->len, r->cap - r->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			r->failed = true;
-			return;
-		}
-		if ((size_t)n < r->cap - r->len) {
-			r->len += (size_t)n;
-			return;
-		}
-		size_t cap = r->cap * 2 + (size_t)n;
-		char *t = realloc(r->text, cap);
-		if (!t) {
-			r->failed = true;
-			return;
-		}
-		r->text = t;
-		r->cap = cap;
-	}
-}
-
 /* "stat: {"8388":BYTES,...}": each port's bytes both ways. */
-static void mgr_ping(ss_manager_t *m, mgr_reply_t *r)
+static void mgr_ping(ss_manager_t *m, ss_strbuf_t *r)
 {
-	reply_add(r, "stat: {");
+	ss_strbuf_printf(r, "stat: {");
 	for (size_t i = 0; i < m->n_ports; i++)
-		reply_add(r, "%s\"%u\":%llu", i ? "," : "", m->ports[i]->port,
-			  (unsigned long long)mgr_port_bytes(m, m->ports[i]));
-	reply_add(r, "}");
+		ss_strbuf_printf(r, "%s\"%u\":%llu", i ? "," : "", m->ports[i]->port,
+				 (unsigned long long)mgr_port_bytes(m, m->ports[i]));
+	ss_strbuf_printf(r, "}");
 }
 
 /* As libev lists them: one object a line, the port as a string, with the
  * password and method and what else the port was added with. */
-static void mgr_list(ss_manager_t *m, mgr_reply_t *r)
+static void mgr_list(ss_manager_t *m, ss_strbuf_t *r)
 {
-	reply_add(r, "[");
+	ss_strbuf_printf(r, "[");
 	for (size_t i = 0; i < m->n_ports; i++) {
 		const mgr_port_t *p = m->ports[i];
 		cJSON *o = cJSON_CreateObject();
@@ -94,11 +58,11 @@ static void mgr_list(ss_manager_t *m, mgr_reply_t *r)
 		if (!text)
 			r->failed = true;
 		else
-			reply_add(r, "%s\n\t%s", i ? "," : "", text);
+			ss_strbuf_printf(r, "%s\n\t%s", i ? "," : "", text);
 		free(text);
 		cJSON_Delete(o);
 	}
-	reply_add(r, "%s]", m->n_ports ? "\n" : "");
+	ss_strbuf_printf(r, "%s]", m->n_ports ? "\n" : "");
 }
 
 /* add_user, remove_user: the port's users with cmd's added or taken
@@ -162,7 +126,7 @@ out:
 
 /* One command; the reply in r (nothing for "stat:"). */
 static void mgr_command(ss_manager_t *m, const char *buf, size_t len, const char *from,
-			mgr_reply_t *r)
+			ss_strbuf_t *r)
 {
 	ss_mgr_cmd_t cmd;
 	char err[512];
@@ -170,7 +134,7 @@ static void mgr_command(ss_manager_t *m, const char *buf, size_t len, const char
 
 	if (ss_mgr_cmd_parse(buf, len, &cmd, err, sizeof(err)) < 0) {
 		ss_warn("control socket: command from %s refused: %s", from, err);
-		reply_add(r, "err");
+		ss_strbuf_printf(r, "err");
 		return;
 	}
 	switch (cmd.verb) {
@@ -187,12 +151,12 @@ static void mgr_command(ss_manager_t *m, const char *buf, size_t len, const char
 		cmd.fields = NULL; /* the port's now, or freed */
 		if (rc < 0) {
 			ss_err("add port %u: %s", cmd.port, err);
-			reply_add(r, "err");
+			ss_strbuf_printf(r, "err");
 			break;
 		}
 		ss_notice("port %u added", cmd.port);
 		mgr_state_save(m);
-		reply_add(r, "ok");
+		ss_strbuf_printf(r, "ok");
 		break;
 	case SS_MGR_ADD_USER:
 	case SS_MGR_REMOVE_USER:
@@ -200,14 +164,14 @@ static void mgr_command(ss_manager_t *m, const char *buf, size_t len, const char
 			ss_err("%s on port %u: %s",
 			       cmd.verb == SS_MGR_ADD_USER ? "add_user" : "remove_user", cmd.port,
 			       err);
-			reply_add(r, "err");
+			ss_strbuf_printf(r, "err");
 			break;
 		}
 		ss_notice("port %u: user %s %s", cmd.port,
 			  cJSON_GetObjectItemCaseSensitive(cmd.user, "name")->valuestring,
 			  cmd.verb == SS_MGR_ADD_USER ? "added" : "removed");
 		mgr_state_save(m);
-		reply_add(r, "ok");
+		ss_strbuf_printf(r, "ok");
 		break;
 	case SS_MGR_REMOVE:
 		/* libev answers ok for a port it does not serve, too. */
@@ -217,7 +181,7 @@ static void mgr_command(ss_manager_t *m, const char *buf, size_t len, const char
 			ss_notice("port %u removed", cmd.port);
 			mgr_state_save(m);
 		}
-		reply_add(r, "ok");
+		ss_strbuf_printf(r, "ok");
 		break;
 	}
 	ss_mgr_cmd_free(&cmd);
@@ -232,7 +196,7 @@ static void mgr_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 	for (int i = 0; i < MGR_BATCH && m->fd >= 0; i++) {
 		struct sockaddr_storage sa;
 		socklen_t salen = sizeof(sa);
-		mgr_reply_t r = {0};
+		ss_strbuf_t r = {0};
 		char from[SS_ADDR_STRLEN] = "a local socket";
 		ssize_t n =
 		    recvfrom(m->fd, m->buf, SS_MGR_CMD_MAX, 0, (struct sockaddr *)&sa, &salen);
@@ -244,14 +208,14 @@ static void mgr_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 		mgr_command(m, m->buf, (size_t)n, from, &r);
 		if (r.failed || r.len > SS_MGR_CMD_MAX) {
 			ss_err("control socket: the reply to %s does not fit a datagram", from);
-			free(r.text);
-			r = (mgr_reply_t){0};
-			reply_add(&r, "err");
+			free(r.p);
+			r = (ss_strbuf_t){0};
+			ss_strbuf_printf(&r, "err");
 		}
 		if (r.len && salen > sizeof(sa_family_t) &&
-		    sendto(m->fd, r.text, r.len, 0, (struct sockaddr *)&sa, salen) < 0)
+		    sendto(m->fd, r.p, r.len, 0, (struct sockaddr *)&sa, salen) < 0)
 			ss_debug("control socket: reply to %s: %s", from, strerror(errno));
-		free(r.text);
+		free(r.p);
 	}
 }
 

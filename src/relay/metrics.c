@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,65 +11,30 @@
 #include "proto/scrape.h"
 #include "relay/metrics.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 #include "util/result.h"
 
 /* ---- the text ---- */
 
-typedef struct mbuf {
-	char *p;
-	size_t len, cap;
-	bool failed;
-} mbuf_t;
-
-static void mb_printf(mbuf_t *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->failed)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p ? b->p + b->len : NULL, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->failed = true;
-			return;
-		}
-		if ((size_t)n < b->cap - b->len) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->failed = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-}
-
 /* A label value as the exposition format wants it: \, " and newline
  * escaped. User names are the configuration's, of any bytes. */
-static void mb_label(mbuf_t *b, const char *s)
+static void mb_label(ss_strbuf_t *b, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '\\')
-			mb_printf(b, "\\\\");
+			ss_strbuf_printf(b, "\\\\");
 		else if (*s == '"')
-			mb_printf(b, "\\\"");
+			ss_strbuf_printf(b, "\\\"");
 		else if (*s == '\n')
-			mb_printf(b, "\\n");
+			ss_strbuf_printf(b, "\\n");
 		else
-			mb_printf(b, "%c", *s);
+			ss_strbuf_printf(b, "%c", *s);
 	}
 }
 
-static void mb_head(mbuf_t *b, const char *name, const char *type, const char *help)
+static void mb_head(ss_strbuf_t *b, const char *name, const char *type, const char *help)
 {
-	mb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	ss_strbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* One line per (port, user) of a per-user figure. */
@@ -91,7 +55,7 @@ static uint64_t fig_total(const ss_fig_sum_t *s, int arg)
 	return s->opened;
 }
 
-static void render_users(mbuf_t *b, const ss_shared_t *sh, const char *name, const char *dir,
+static void render_users(ss_strbuf_t *b, const ss_shared_t *sh, const char *name, const char *dir,
 			 user_fig_fn fn, int arg)
 {
 	const ss_fig_layout_t *l = &sh->fig_layout;
@@ -100,15 +64,15 @@ static void render_users(mbuf_t *b, const ss_shared_t *sh, const char *name, con
 		for (size_t u = 0; u <= l->n_users; u++) {
 			ss_fig_sum_t s;
 			ss_shared_figures(sh, p, u, &s);
-			mb_printf(b, "%s{port=\"%u\",user=\"", name, (unsigned)l->port[p]);
+			ss_strbuf_printf(b, "%s{port=\"%u\",user=\"", name, (unsigned)l->port[p]);
 			mb_label(b, ss_fig_user_name(l, u));
 			if (dir)
-				mb_printf(b, "\",direction=\"%s", dir);
-			mb_printf(b, "\"} %llu\n", (unsigned long long)fn(&s, arg));
+				ss_strbuf_printf(b, "\",direction=\"%s", dir);
+			ss_strbuf_printf(b, "\"} %llu\n", (unsigned long long)fn(&s, arg));
 		}
 }
 
-static void render_ports(mbuf_t *b, const ss_shared_t *sh)
+static void render_ports(ss_strbuf_t *b, const ss_shared_t *sh)
 {
 	static const char *const reasons[SS_REFUSED_N] = {"auth", "replay", "acl", "blocked"};
 	const ss_fig_layout_t *l = &sh->fig_layout;
@@ -118,28 +82,29 @@ static void render_ports(mbuf_t *b, const ss_shared_t *sh)
 		ss_shared_figures(sh, p, 0, &s[p]);
 	mb_head(b, "ss_udp_associations", "gauge", "UDP associations open now.");
 	for (size_t p = 0; p < l->n_ports; p++)
-		mb_printf(b, "ss_udp_associations{port=\"%u\"} %llu\n", (unsigned)l->port[p],
-			  (unsigned long long)(s[p].assoc_opened - s[p].assoc_closed));
+		ss_strbuf_printf(b, "ss_udp_associations{port=\"%u\"} %llu\n", (unsigned)l->port[p],
+				 (unsigned long long)(s[p].assoc_opened - s[p].assoc_closed));
 	mb_head(b, "ss_udp_datagrams_total", "counter",
 		"UDP datagrams from clients (up) and to clients (down).");
 	for (size_t p = 0; p < l->n_ports; p++)
 		for (int d = 0; d < 2; d++)
-			mb_printf(b, "ss_udp_datagrams_total{port=\"%u\",direction=\"%s\"} %llu\n",
-				  (unsigned)l->port[p], d ? "down" : "up",
-				  (unsigned long long)s[p].dgrams[d]);
+			ss_strbuf_printf(
+			    b, "ss_udp_datagrams_total{port=\"%u\",direction=\"%s\"} %llu\n",
+			    (unsigned)l->port[p], d ? "down" : "up",
+			    (unsigned long long)s[p].dgrams[d]);
 	mb_head(b, "ss_refused_total", "counter",
 		"Clients refused: failed authentication or a bad request (auth), a replay, "
 		"the ACL, a target never relayed to (blocked).");
 	for (size_t p = 0; p < l->n_ports; p++)
 		for (int r = 0; r < SS_REFUSED_N; r++)
-			mb_printf(b, "ss_refused_total{port=\"%u\",reason=\"%s\"} %llu\n",
-				  (unsigned)l->port[p], reasons[r],
-				  (unsigned long long)s[p].refused[r]);
+			ss_strbuf_printf(b, "ss_refused_total{port=\"%u\",reason=\"%s\"} %llu\n",
+					 (unsigned)l->port[p], reasons[r],
+					 (unsigned long long)s[p].refused[r]);
 }
 
 char *ss_metrics_render(const ss_shared_t *sh, size_t *len)
 {
-	mbuf_t b = {0};
+	ss_strbuf_t b = {0};
 
 	mb_head(&b, "ss_bytes_total", "counter",
 		"Plaintext bytes relayed over TCP, client to target (up) and back (down).");
@@ -152,9 +117,9 @@ char *ss_metrics_render(const ss_shared_t *sh, size_t *len)
 	render_users(&b, sh, "ss_connections_total", NULL, fig_total, 0);
 	render_ports(&b, sh);
 	mb_head(&b, "ss_build_info", "gauge", "The version of shadowsocks-c that runs.");
-	mb_printf(&b, "ss_build_info{version=\"");
+	ss_strbuf_printf(&b, "ss_build_info{version=\"");
 	mb_label(&b, SS_VERSION);
-	mb_printf(&b, "\"} 1\n");
+	ss_strbuf_printf(&b, "\"} 1\n");
 	if (b.failed) {
 		free(b.p);
 		return NULL;
