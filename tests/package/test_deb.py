@@ -147,6 +147,11 @@ def unit_root(root, tmp_path_factory):
     files against the installed programs and manual pages."""
     r = str(tmp_path_factory.mktemp("units") / "root")
     shutil.copytree(root, r, symlinks=True)
+    # ExecReload's kill(1), which every Debian system has (procps).
+    kill = os.path.join(r, "bin", "kill")
+    if not os.path.lexists(kill):
+        os.makedirs(os.path.dirname(kill), exist_ok=True)
+        shutil.copy2(os.path.realpath(shutil.which("kill") or "/bin/kill"), kill)
     system = os.path.join(r, "lib", "systemd", "system")
     for name in os.listdir("/lib/systemd/system"):
         dst = os.path.join(system, name)
@@ -173,12 +178,17 @@ def test_units_as_shipped(root):
             assert f.read() == shipped, u
         prog = re.search(r"^ExecStart=/usr/bin/(ss-\w+) ", shipped, re.M).group(1)
         conf = "%i.json" if "@" in u else "config.json"
-        for line in ("Type=notify",
-                     "LoadCredential=config.json:/etc/shadowsocks-c/" + conf,
-                     "ExecStartPre=/usr/bin/%s --check -c ${CREDENTIALS_DIRECTORY}/config.json"
-                     % prog,
-                     "ExecStart=/usr/bin/%s -c ${CREDENTIALS_DIRECTORY}/config.json" % prog,
-                     "DynamicUser=yes", "MemoryDenyWriteExecute=yes"):
+        if prog == "ss-manager":
+            own = ("LoadCredential=manager.json:/etc/shadowsocks-c/manager.json",
+                   "ExecStart=/usr/bin/ss-manager -c ${CREDENTIALS_DIRECTORY}/manager.json"
+                   " -D ${STATE_DIRECTORY}")
+        else:
+            own = ("LoadCredential=config.json:/etc/shadowsocks-c/" + conf,
+                   "ExecStartPre=/usr/bin/%s --check -c ${CREDENTIALS_DIRECTORY}/config.json"
+                   % prog,
+                   "ExecStart=/usr/bin/%s -c ${CREDENTIALS_DIRECTORY}/config.json" % prog)
+        for line in ("Type=notify", "ExecReload=/bin/kill -HUP $MAINPID", "DynamicUser=yes",
+                     "MemoryDenyWriteExecute=yes") + own:
             assert re.search("^%s$" % re.escape(line), shipped, re.M), "%s: no %s" % (u, line)
 
 
