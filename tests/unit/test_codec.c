@@ -455,8 +455,10 @@ static void uend_open(uend_t *e, ss_codec_t *k, bool client)
 {
 	e->k = k;
 	e->rst = calloc(1, k->ops->udp_relay_size + 1);
-	e->ast = aligned_alloc(64, k->ops->udp_assoc_size + 64);
-	memset(e->ast, 0, k->ops->udp_assoc_size + 64);
+	/* aligned_alloc wants a size that is a multiple of the alignment. */
+	size_t asize = (k->ops->udp_assoc_size + 64 + 63) & ~(size_t)63;
+	e->ast = aligned_alloc(64, asize);
+	memset(e->ast, 0, asize);
 	e->memo = calloc(1, k->ops->udp_memo_size + 1);
 	assert_int_equal(ss_codec_udp_init(k, e->rst), 0);
 	assert_int_equal(ss_codec_udp_assoc_init(k, e->rst, e->ast), 0);
