@@ -72,6 +72,11 @@ static uint8_t *seal_flights(const ss_method_t *m, const uint8_t *key, size_t co
 		*len = iov[0].iov_len;
 		ss_codec_reset(&kc, enc);
 	}
+	ss_codec_release(&kc, enc);
+	ss_codec_release(&kc, dec);
+	ss_codec_free(&kc);
+	free(enc);
+	free(dec);
 	free(buf);
 	return out;
 }
@@ -149,6 +154,8 @@ int main(int argc, char **argv)
 	ss_codec_release(&k, enc);
 	ss_codec_release(&k, dec);
 	ss_codec_free(&k);
+	free(enc);
+	free(dec);
 	ss_config_clear(&cfg);
 	free(flights);
 	free(buf);
