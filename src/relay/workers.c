@@ -124,9 +124,15 @@ int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *
 		if ((rc = ss_instance_listen(ws->w[i].inst, err, errlen)) < 0)
 			goto fail;
 	if (cfg->prog == SS_PROG_SERVER && cfg->manager_address[0] &&
-	    (rc = ss_report_start(&ws->report, ws->shared, loop, cfg->manager_address, err,
-				  errlen)) < 0)
+	    (!(ws->report = calloc(1, sizeof(*ws->report))) ||
+	     (rc = ss_report_start(ws->report, ws->shared, loop, cfg->manager_address, err,
+				   errlen)) < 0)) {
+		if (!ws->report) {
+			snprintf(err, errlen, "out of memory");
+			rc = -ENOMEM;
+		}
 		goto fail;
+	}
 	if (cfg->prog == SS_PROG_SERVER && cfg->metrics[0] &&
 	    (!(ws->metrics = calloc(1, sizeof(*ws->metrics))) ||
 	     (rc = ss_metrics_start(ws->metrics, ws->shared, loop, cfg->metrics, err, errlen)) <
@@ -186,7 +192,8 @@ void ss_workers_retire(ss_workers_t *ws)
 {
 	/* The next set reports and serves the figures from now on (its own:
 	 * they start afresh), on the listener it took. */
-	ss_report_stop(&ws->report);
+	if (ws->report)
+		ss_report_stop(ws->report);
 	if (ws->metrics) {
 		ws->metrics->handed = ss_inherit_taken(ws->metrics->lis.fd);
 		ss_metrics_stop(ws->metrics);
@@ -224,7 +231,10 @@ void ss_workers_join(ss_workers_t *ws)
 
 void ss_workers_destroy(ss_workers_t *ws)
 {
-	ss_report_stop(&ws->report);
+	if (ws->report)
+		ss_report_stop(ws->report);
+	free(ws->report);
+	ws->report = NULL;
 	if (ws->metrics)
 		ss_metrics_stop(ws->metrics);
 	free(ws->metrics);

@@ -37,8 +37,10 @@ typedef struct ss_workers {
 	ss_shared_t *shared; /* made before the workers, freed after them */
 	ss_worker_t *w;      /* n workers, w[0] on the caller's loop */
 	unsigned n;
-	ss_report_t report;    /* --manager-address: on the caller's loop */
-	ss_metrics_t *metrics; /* --metrics: on the caller's loop, or NULL */
+	/* On the caller's loop, or NULL; apart from the set, whose struct a
+	 * reload copies while their timers and watchers run: */
+	ss_report_t *report;   /* --manager-address */
+	ss_metrics_t *metrics; /* --metrics */
 } ss_workers_t;
 
 /* The shared object and the cfg->workers workers, worker 0 on loop, every
