@@ -295,7 +295,7 @@ static int program_create(program_t *p, const ss_config_t *cfg, char *err, size_
 	p->loop = EV_DEFAULT;
 	if (cfg->workers > 1)
 		ss_log_set_worker(0);
-	if (ss_workers_create(&p->workers, cfg, p->loop, err, errlen) < 0)
+	if (ss_workers_create(&p->workers, cfg, p->loop, NULL, err, errlen) < 0)
 		return -1;
 	p->inst = p->workers.w[0].inst;
 	return 0;
@@ -418,7 +418,7 @@ static int program_swap(program_t *p, ss_config_t *cfg, char *err, size_t errlen
 		ss_instance_offer_listeners(p->workers.w[i].inst);
 	if (p->workers.metrics)
 		ss_inherit_offer(p->workers.metrics->lis.fd);
-	rc = ss_workers_create(&next, cfg, p->loop, err, errlen);
+	rc = ss_workers_create(&next, cfg, p->loop, &p->workers, err, errlen);
 	if (rc == 0 && (rc = ss_workers_start(&next, err, errlen)) < 0)
 		ss_workers_destroy(&next);
 	if (rc < 0) {

@@ -48,7 +48,7 @@ void ss_workers_log_stats(const ss_instance_t *inst)
 {
 	ss_stats_t st;
 
-	ss_instance_stats(inst, &st);
+	ss_instance_worker_stats(inst, &st);
 	ss_info("worker stopped: %llu connections, %llu bytes up, %llu bytes down",
 		(unsigned long long)st.accepted, (unsigned long long)st.bytes_up,
 		(unsigned long long)st.bytes_down);
@@ -96,8 +96,8 @@ static int workers_threaded(ss_workers_t *ws, ss_worker_t *w, char *err, size_t 
 	return 0;
 }
 
-int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *loop, char *err,
-		      size_t errlen)
+int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *loop,
+		      ss_workers_t *prev, char *err, size_t errlen)
 {
 	unsigned n = cfg->workers > 1 ? (unsigned)cfg->workers : 1;
 	int rc;
@@ -108,7 +108,8 @@ int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *
 		snprintf(err, errlen, "out of memory for %u workers", n);
 		return -ENOMEM;
 	}
-	if ((rc = ss_shared_create(cfg, n, loop, &ws->shared, err, errlen)) < 0)
+	if ((rc = ss_shared_create_after(cfg, n, loop, prev ? prev->shared : NULL, &ws->shared, err,
+					 errlen)) < 0)
 		goto fail;
 	for (unsigned i = 0; i < n; i++) {
 		ss_worker_t *w = &ws->w[i];
@@ -190,8 +191,8 @@ void ss_workers_stop(ss_workers_t *ws)
 
 void ss_workers_retire(ss_workers_t *ws)
 {
-	/* The next set reports and serves the figures from now on (its own:
-	 * they start afresh), on the listener it took. */
+	/* The next set reports and serves the figures from now on (going on
+	 * from these, relay/shared.h), on the listener it took. */
 	if (ws->report)
 		ss_report_stop(ws->report);
 	if (ws->metrics) {
