@@ -1268,6 +1268,15 @@ def start_tunnel(procs, exe, server, target, method=None, password=None, key=Non
     return Client(p, host, port)
 
 
+def accepts(port, host=LOOPBACK4):
+    """Whether a TCP connection to host:port is accepted now."""
+    try:
+        socket.create_connection((host, port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
 def metrics_get(port, path="/metrics", method="GET", timeout=5):
     """(status code, headers text, body) of one request to a --metrics
     endpoint on loopback."""

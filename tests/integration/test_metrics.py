@@ -32,16 +32,8 @@ def _server(ss, extra=()):
     mport = sslib.free_port()
     server = ss.server(method=METHOD, extra=["-u", "--workers", "2", "--metrics",
                                              str(mport)] + list(extra))
-    assert wait_for(lambda: _listening(mport), T(5))
+    assert wait_for(lambda: sslib.accepts(mport), T(5))
     return server, mport
-
-
-def _listening(port):
-    try:
-        socket.create_connection((sslib.LOOPBACK4, port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
 
 
 def test_figures_equal_the_bytes_relayed(ss, echo, blob):
@@ -231,7 +223,7 @@ def test_reload_keeps_serving_metrics(procs, ss, echo, tmp_path):
                                 "metrics": "127.0.0.1:%d" % mport}))
     p = procs.start(ss.exe("ss-server"), ["-c", str(conf)])
     p.wait_listening(sslib.LOOPBACK4, port)
-    assert wait_for(lambda: _listening(mport), T(5))
+    assert wait_for(lambda: sslib.accepts(mport), T(5))
     client = ss.local(sslib.Server(None, sslib.LOOPBACK4, port, METHOD, password, None))
     with sslib.socks5_connect(client.addr, *echo.addr) as s:
         sslib.echo_check(s, b"x" * 1000)

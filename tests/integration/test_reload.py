@@ -252,14 +252,6 @@ def test_reload_that_cannot_listen_keeps_every_listener(procs, ss, echo, tmp_pat
 # ---------------------------------------------------------------------------
 # What carries over a reload: the figures and the replay records.
 
-def _listening(port):
-    try:
-        socket.create_connection((sslib.LOOPBACK4, port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
-
-
 def _scrape(mport, port):
     m = sslib.metrics_samples(mport)
 
@@ -300,7 +292,7 @@ def test_reload_figures_go_on(procs, ss, echo, tmp_path):
                  manager_address="127.0.0.1:%d" % stat.getsockname()[1])
     write_conf(conf, **server_conf(port, password, timeout=30, **extra))
     server = start_with_conf(procs, ss, "ss-server", conf, sslib.LOOPBACK4, port)
-    assert sslib.wait_for(lambda: _listening(mport), T(5))
+    assert sslib.wait_for(lambda: sslib.accepts(mport), T(5))
     client = ss.local(sslib.Server(None, sslib.LOOPBACK4, port, METHOD, password, None))
     sent = 0
     for n in (5000, 123):
