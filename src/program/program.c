@@ -406,9 +406,10 @@ static int program_reparse(program_t *p, ss_config_t *cfg, char *err, size_t err
 	return 0;
 }
 
-/* The new workers take over the listeners that stay (net/inherit.h),
- * then the running ones retire: they accept nothing more and serve what
- * they have until it ends. On any error the running configuration stays. */
+/* The new workers take over the listeners that stay (net/inherit.h), the
+ * replay records and the figures (relay/shared.h), then the running ones
+ * retire: they accept nothing more and serve what they have until it ends.
+ * On any error the running configuration stays. */
 static int program_swap(program_t *p, ss_config_t *cfg, char *err, size_t errlen)
 {
 	ss_workers_t next;

@@ -31,11 +31,12 @@ void ss_fig_layout_init(ss_fig_layout_t *l, const ss_config_t *cfg)
 	if (cfg->prog == SS_PROG_SERVER) {
 		for (size_t i = 0; i < cfg->n_servers; i++)
 			fig_layout_add_port(l, cfg->servers[i].port ? cfg->servers[i].port
-							     : cfg->server_port);
+								    : cfg->server_port);
 		l->n_users = cfg->n_users;
 	}
 	if (!l->n_ports)
-		fig_layout_add_port(l, cfg->prog == SS_PROG_SERVER ? cfg->server_port : cfg->local_port);
+		fig_layout_add_port(l, cfg->prog == SS_PROG_SERVER ? cfg->server_port
+								   : cfg->local_port);
 }
 
 size_t ss_fig_port_index(const ss_fig_layout_t *l, uint16_t port)
@@ -220,10 +221,9 @@ void ss_figures_fold(ss_fig_block_t *to, ss_fig_row_t *away, const ss_fig_layout
 				fig_fold_port(&to->port[tp], &f[i].port[p]);
 			for (size_t u = 0; u <= fl->n_users; u++) {
 				long tu = tp >= 0 ? fig_user_find(tl, fl, u) : -1;
-				ss_figures_fold_row(tu >= 0 ? ss_figures_row(to, tl, (size_t)tp,
-									       (size_t)tu)
-							    : gone,
-						    ss_figures_row(&f[i], fl, p, u));
+				ss_figures_fold_row(
+				    tu >= 0 ? ss_figures_row(to, tl, (size_t)tp, (size_t)tu) : gone,
+				    ss_figures_row(&f[i], fl, p, u));
 			}
 			ss_figures_fold_row(gone, &f[i].gone[p]);
 		}

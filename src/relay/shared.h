@@ -24,10 +24,10 @@
  * Thread rules:
  * - Immutable once ss_shared_create returns, read by any worker without a
  *   lock: cfg, count, the limits (max_conns, max_assoc, max_pipes), codec
- *   (a server's: it holds the replay pools, which lock themselves when
- *   count > 1), acl and acl_by_addr (each worker queries it through a view
- *   of its own, ss_acl_view, as a query writes its match block), and
- *   entry_plugin[] with each plugin's local address.
+ *   (a server's: it holds the replay pools, which lock themselves), acl
+ *   and acl_by_addr (each worker queries it through a view of its own,
+ *   ss_acl_view, as a query writes its match block), and entry_plugin[]
+ *   with each plugin's local address.
  * - The plugins change state on `loop` only: they run and are watched there,
  *   by whoever called ss_shared_watch_plugins (the worker on that loop, as
  *   a plugin is a child of the process that runs it).

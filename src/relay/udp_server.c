@@ -267,8 +267,9 @@ static ss_udp_assoc_t *server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d, const 
 			 * holds it until its association ends, which the
 			 * reload makes it do now. */
 			if (holder - first >= u->inst->workers)
-				ss_udp_drop(u, from, "its session ends with the configuration "
-						     "before a reload");
+				ss_udp_drop(u, from,
+					    "its session ends with the configuration "
+					    "before a reload");
 			else
 				server_hand_over(u, holder - first, d, p, r, listener);
 			return NULL;

@@ -168,10 +168,10 @@ static void test_fold_matches_names(void **state)
 {
 	ss_config_user_t ua[2] = {{.name = "ann"}, {.name = "bob"}};
 	ss_config_user_t ub[2] = {{.name = "cy"}, {.name = "ann"}};
-	ss_config_t ca = {.prog = SS_PROG_SERVER, .server_port = 8388, .n_servers = 2,
-			  .users = ua, .n_users = 2};
-	ss_config_t cb = {.prog = SS_PROG_SERVER, .server_port = 8388, .n_servers = 1,
-			  .users = ub, .n_users = 2};
+	ss_config_t ca = {
+	    .prog = SS_PROG_SERVER, .server_port = 8388, .n_servers = 2, .users = ua, .n_users = 2};
+	ss_config_t cb = {
+	    .prog = SS_PROG_SERVER, .server_port = 8388, .n_servers = 1, .users = ub, .n_users = 2};
 	ss_fig_layout_t la, lb;
 	ss_fig_block_t a[1], b[1];
 	ss_fig_row_t away = {0};

@@ -119,8 +119,8 @@ static void test_lighter(void **state)
  * once it is freed; the chain mends whichever goes first. */
 static void test_chain_carries(void **state)
 {
-	char args[][32] = {"ss-server", "-s", "127.0.0.1", "-p",  "8388",
-			   "-m",        "aes-256-gcm", "-k", "x", "-u"};
+	char args[][32] = {"ss-server", "-s",          "127.0.0.1", "-p", "8388",
+			   "-m",        "aes-256-gcm", "-k",        "x",  "-u"};
 	char *argv[10];
 	ss_config_t cfg2;
 	ss_shared_t *a, *b, *c, *d;
