@@ -295,7 +295,7 @@ static int program_create(program_t *p, const ss_config_t *cfg, char *err, size_
 	p->loop = EV_DEFAULT;
 	if (cfg->workers > 1)
 		ss_log_set_worker(0);
-	if (ss_workers_create(&p->workers, cfg, p->loop, err, errlen) < 0)
+	if (ss_workers_create(&p->workers, cfg, p->loop, NULL, err, errlen) < 0)
 		return -1;
 	p->inst = p->workers.w[0].inst;
 	return 0;
@@ -406,9 +406,10 @@ static int program_reparse(program_t *p, ss_config_t *cfg, char *err, size_t err
 	return 0;
 }
 
-/* The new workers take over the listeners that stay (net/inherit.h),
- * then the running ones retire: they accept nothing more and serve what
- * they have until it ends. On any error the running configuration stays. */
+/* The new workers take over the listeners that stay (net/inherit.h), the
+ * replay records and the figures (relay/shared.h), then the running ones
+ * retire: they accept nothing more and serve what they have until it ends.
+ * On any error the running configuration stays. */
 static int program_swap(program_t *p, ss_config_t *cfg, char *err, size_t errlen)
 {
 	ss_workers_t next;
@@ -418,7 +419,7 @@ static int program_swap(program_t *p, ss_config_t *cfg, char *err, size_t errlen
 		ss_instance_offer_listeners(p->workers.w[i].inst);
 	if (p->workers.metrics)
 		ss_inherit_offer(p->workers.metrics->lis.fd);
-	rc = ss_workers_create(&next, cfg, p->loop, err, errlen);
+	rc = ss_workers_create(&next, cfg, p->loop, &p->workers, err, errlen);
 	if (rc == 0 && (rc = ss_workers_start(&next, err, errlen)) < 0)
 		ss_workers_destroy(&next);
 	if (rc < 0) {
