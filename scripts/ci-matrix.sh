@@ -74,11 +74,12 @@ job_check() {
 mbedtls_prefix() {
 	src=build-mbedtls3/mbedtls-$MBEDTLS_VERSION
 	job_check
-	if [ ! -f "$src/library/libmbedcrypto.a" ] || [ "$mbedtls_tar" -nt "$src/library/libmbedcrypto.a" ]; then
+	if [ ! -f "$src/library/libmbedtls.a" ] || [ "$mbedtls_tar" -nt "$src/library/libmbedtls.a" ]; then
 		rm -rf "$src"
 		mkdir -p build-mbedtls3
 		tar xJmf "$mbedtls_tar" -C build-mbedtls3
-		make -s -C "$src/library" -j"$JOBS" CFLAGS="-O2 -fPIC" libmbedcrypto.a >/dev/null
+		make -s -C "$src/library" -j"$JOBS" CFLAGS="-O2 -fPIC" libmbedcrypto.a libmbedx509.a \
+			libmbedtls.a >/dev/null
 	fi
 	echo "$root/$src"
 }
