@@ -68,9 +68,9 @@ job_check() {
 	done
 }
 
-# libmbedcrypto.a of Mbed TLS $MBEDTLS_VERSION, built once under
+# libmbedcrypto.a, libmbedx509.a and libmbedtls.a of Mbed TLS $MBEDTLS_VERSION, built once under
 # build-mbedtls3/ (again when the tarball is newer); position-independent,
-# since libshadowsocks-c.so links it.
+# since libshadowsocks-c.so links them.
 mbedtls_prefix() {
 	src=build-mbedtls3/mbedtls-$MBEDTLS_VERSION
 	job_check

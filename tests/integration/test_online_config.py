@@ -289,3 +289,26 @@ def test_a_stream_cipher_document_is_refused_at_start(ss, docs, pki, tmp_path, e
     rc, p = ss.run("ss-redir", ["-c", str(conf)] + dead_dns(), env=env, timeout=T(30))
     assert rc == 1, p.describe()
     assert "online server 1" in p.stderr() and "aes-256-cfb" in p.stderr(), p.stderr()
+
+
+def test_check_and_bad_urls(ss, docs, pki, tmp_path, env):
+    """--check names the URL and fetches nothing; a URL that is not
+    https:// or ssconf://, or "online_config" with a key it does not take,
+    is refused at once."""
+    d = docs()
+    rc, p = ss.run("ss-local", ["--check", "-l", str(sslib.free_port()), "--online-config",
+                                d.url(), "--ca-file", pki["ca"]] + dead_dns(), env=env)
+    assert rc == 0, p.describe()
+    assert "online configuration: %s, fetched at start and every 3600 s" % d.url() in \
+        p.stdout(), p.stdout()
+    assert d.gets == 0
+    rc, p = ss.run("ss-tunnel", ["-l", "1", "-L", "127.0.0.1:1", "--online-config",
+                                 "http://%s/doc" % NAME])
+    assert rc == 1 and "must start with https:// or ssconf://" in p.stderr(), p.describe()
+    conf = tmp_path / "bad.json"
+    conf.write_text(json.dumps({"local_port": 1, "online_config": {"url": d.url(), "every": 5}}))
+    rc, p = ss.run("ss-local", ["-c", str(conf)])
+    assert rc == 1 and 'unknown key "every"' in p.stderr(), p.describe()
+    rc, p = ss.run("ss-server", ["-p", "1", "-k", "x", "--online-config", d.url()])
+    assert rc == 1 and "--online-config is for ss-local, ss-tunnel and ss-redir" in p.stderr(), \
+        p.describe()
