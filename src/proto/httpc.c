@@ -93,54 +93,6 @@ int ss_httpc_url_parse(const char *text, ss_httpc_url_t *u, char *err, size_t er
 
 /* ---- The answer ------------------------------------------------------- */
 
-/* One line at buf[pos..len): SS_OK with its length (CRLF not counted);
- * SS_AGAIN; SS_ERR on a bare CR or LF. */
-static int httpc_line(const uint8_t *buf, size_t len, size_t pos, size_t *n)
-{
-	for (size_t i = pos; i < len; i++) {
-		if (buf[i] == '\n')
-			return SS_ERR;
-		if (buf[i] != '\r')
-			continue;
-		if (i + 1 == len)
-			return SS_AGAIN;
-		if (buf[i + 1] != '\n')
-			return SS_ERR;
-		*n = i - pos;
-		return SS_OK;
-	}
-	return SS_AGAIN;
-}
-
-static bool httpc_token_char(uint8_t c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-/* One field line: its value trimmed, or SS_ERR. */
-static int httpc_field(const uint8_t *l, size_t n, size_t *name_len, const uint8_t **v,
-		       size_t *vl)
-{
-	size_t i = 0;
-
-	while (i < n && l[i] && httpc_token_char(l[i]))
-		i++;
-	if (i == 0 || i == n || l[i] != ':')
-		return SS_ERR;
-	*name_len = i++;
-	while (i < n && (l[i] == ' ' || l[i] == '\t'))
-		i++;
-	*v = l + i;
-	*vl = n - i;
-	while (*vl && ((*v)[*vl - 1] == ' ' || (*v)[*vl - 1] == '\t'))
-		(*vl)--;
-	for (size_t k = 0; k < *vl; k++)
-		if (((*v)[k] < 0x20 && (*v)[k] != '\t') || (*v)[k] == 0x7f)
-			return SS_ERR;
-	return SS_OK;
-}
-
 static bool httpc_is(const uint8_t *name, size_t n, const char *want)
 {
 	return n == strlen(want) && strncasecmp((const char *)name, want, n) == 0;
@@ -185,24 +137,25 @@ int ss_httpc_parse_head(const uint8_t *buf, size_t len, ss_httpc_head_t *h)
 	int r;
 
 	memset(h, 0, sizeof(*h));
-	r = httpc_line(buf, look, 0, &n);
+	r = ss_http_line(buf, look, 0, &n);
 	if (r != SS_OK)
 		return r == SS_AGAIN && look == SS_HTTPC_HEAD_MAX ? SS_ERR : r;
 	if (httpc_status_line(buf, n, h) != SS_OK)
 		return SS_ERR;
 	pos = n + 2;
 	for (;;) {
-		size_t nl, vl;
+		size_t nl, vo, vl;
 		const uint8_t *v;
 
-		r = httpc_line(buf, look, pos, &n);
+		r = ss_http_line(buf, look, pos, &n);
 		if (r != SS_OK)
 			return r == SS_AGAIN && look == SS_HTTPC_HEAD_MAX ? SS_ERR : r;
 		if (n == 0)
 			break;
 		if (buf[pos] == ' ' || buf[pos] == '\t' ||
-		    httpc_field(buf + pos, n, &nl, &v, &vl) != SS_OK)
+		    ss_http_field(buf + pos, n, &nl, &vo, &vl) != SS_OK)
 			return SS_ERR;
+		v = buf + pos + vo;
 		if (httpc_is(buf + pos, nl, "content-length") && httpc_length(v, vl, h) != SS_OK)
 			return SS_ERR;
 		if (httpc_is(buf + pos, nl, "transfer-encoding")) {
