@@ -68,6 +68,8 @@ complete -c ss-local -c ss-tunnel -c ss-redir -l server-url -x -d 'A server as a
 complete -c ss-local -l socks-user -x -d 'SOCKS5 user clients must log in as'
 complete -c ss-local -l socks-pass -x -d 'That SOCKS5 user'"'"'s password'
 complete -c ss-local -l socks-users -r -F -d 'File of SOCKS5 users, name:password a line'
+complete -c ss-local -c ss-tunnel -c ss-redir -l online-config -x -d 'Servers from an online configuration (SIP008) at this URL'
+complete -c ss-local -c ss-tunnel -c ss-redir -l ca-file -r -F -d 'CA certificates the online configuration'"'"'s server is checked against'
 complete -c ss-tunnel -s L -x -d 'Tunnel destination host:port'
 complete -c ss-redir -s T -l tcp-tproxy -d 'TCP arrives by TPROXY, not REDIRECT'
 complete -c ss-manager -s s -x -d 'Address the ports listen on'
