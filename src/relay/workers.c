@@ -127,10 +127,10 @@ int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *
 	    (rc = ss_report_start(&ws->report, ws->shared, loop, cfg->manager_address, err,
 				  errlen)) < 0)
 		goto fail;
+	ss_metrics_source_t src = ss_metrics_shared_source(ws->shared);
 	if (cfg->prog == SS_PROG_SERVER && cfg->metrics[0] &&
 	    (!(ws->metrics = calloc(1, sizeof(*ws->metrics))) ||
-	     (rc = ss_metrics_start(ws->metrics, ws->shared, loop, cfg->metrics, err, errlen)) <
-		 0)) {
+	     (rc = ss_metrics_start(ws->metrics, &src, loop, cfg->metrics, err, errlen)) < 0)) {
 		if (!ws->metrics) {
 			snprintf(err, errlen, "out of memory");
 			rc = -ENOMEM;
