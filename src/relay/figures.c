@@ -121,3 +121,17 @@ void ss_figures_sum(const ss_fig_block_t *f, unsigned count, const ss_fig_layout
 	if (out->assoc_closed > out->assoc_opened)
 		out->assoc_closed = out->assoc_opened;
 }
+
+void ss_figures_add(ss_fig_sum_t *to, const ss_fig_sum_t *from)
+{
+	for (int d = 0; d < 2; d++) {
+		to->bytes[d] += from->bytes[d];
+		to->dgrams[d] += from->dgrams[d];
+	}
+	to->opened += from->opened;
+	to->closed += from->closed;
+	to->assoc_opened += from->assoc_opened;
+	to->assoc_closed += from->assoc_closed;
+	for (int k = 0; k < SS_REFUSED_N; k++)
+		to->refused[k] += from->refused[k];
+}

@@ -102,5 +102,7 @@ static inline ss_fig_row_t *ss_figures_row(const ss_fig_block_t *f, const ss_fig
  * refusals) are the port's whatever user. */
 void ss_figures_sum(const ss_fig_block_t *f, unsigned count, const ss_fig_layout_t *l, size_t port,
 		    size_t user, ss_fig_sum_t *out);
+/* Adds the figures of from to to. */
+void ss_figures_add(ss_fig_sum_t *to, const ss_fig_sum_t *from);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* A port of ss-manager: its configuration (the manager's settings, then
  * the add's fields), the checks on what the control socket may ask for,
- * and its instance's life. */
+ * and its instance's life, on the worker that serves it
+ * (manager_workers.c). */
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -147,16 +148,79 @@ static int mgr_port_config(ss_manager_t *m, mgr_port_t *p, char *err, size_t err
 	    (rc = ss_config_validate(p->cfg, err, errlen)) < 0)
 		return rc;
 	p->cfg->plugin_name_only = cJSON_GetObjectItemCaseSensitive(p->fields, "plugin") != NULL;
-	/* Its users never reach the manager's control socket through it. */
+	/* Its users never reach the manager's control socket through it, nor
+	 * the metrics endpoint serving its figures (relay/doors.h). */
 	snprintf(p->cfg->manager_door, sizeof(p->cfg->manager_door), "%s", m->cfg->manager_address);
+	snprintf(p->cfg->metrics, sizeof(p->cfg->metrics), "%s", m->cfg->metrics);
 	return 0;
 }
 
-static void mgr_port_free(mgr_port_t *p)
+/* ---- jobs, run on the port's worker ---- */
+
+typedef struct {
+	mgr_port_t *p, *q; /* the port; its next instance (replace) */
+	const char *gone;  /* replace: the user whose connections end */
+	char *err;
+	size_t errlen;
+	int rc;
+} mgr_job_t;
+
+static void mgr_create_job(void *arg)
 {
-	ss_instance_destroy(p->inst);
+	mgr_job_t *j = arg;
+	mgr_port_t *p = j->p;
+
+	j->rc = ss_instance_create(p->cfg, p->w->loop, &p->inst, j->err, j->errlen);
+	if (j->rc == 0)
+		ss_instance_set_cb(p->inst, mgr_port_cb, p);
+}
+
+static void mgr_stop_job(void *arg)
+{
+	ss_instance_stop(arg);
+}
+
+static void mgr_destroy_job(void *arg)
+{
+	ss_instance_destroy(arg);
+}
+
+/* q takes p's listening sockets, then p retires; the connections of the
+ * user gone end in p and in the port's earlier instances still serving. */
+static void mgr_replace_job(void *arg)
+{
+	mgr_job_t *j = arg;
+	mgr_port_t *p = j->p, *q = j->q;
+
+	ss_instance_offer_listeners(p->inst);
+	j->rc = ss_instance_create(q->cfg, q->w->loop, &q->inst, j->err, j->errlen);
+	if (j->rc < 0) {
+		/* It gave back what it took (net/inherit.h). */
+		ss_inherit_clear();
+		return;
+	}
+	ss_instance_mark_handed(p->inst);
+	ss_inherit_clear();
+	ss_instance_set_cb(q->inst, mgr_port_cb, q);
+	ss_instance_retire(p->inst);
+	if (!j->gone)
+		return;
+	ss_instance_end_user(p->inst, j->gone);
+	for (mgr_port_t *d = p->m->dying; d; d = d->next)
+		if (d->replaced && d->serial == p->serial && !d->stopped)
+			ss_instance_end_user(d->inst, j->gone);
+}
+
+/* ---- the port's life, on the main thread ---- */
+
+void mgr_port_free(mgr_port_t *p)
+{
+	if (p->inst)
+		mgr_on(p->w, mgr_destroy_job, p->inst);
+	mgr_events_forget(p->m, p);
 	ss_config_free(p->cfg);
 	cJSON_Delete(p->fields);
+	free(p->carried);
 	free(p);
 }
 
@@ -170,22 +234,20 @@ static void mgr_port_retire(ss_manager_t *m, mgr_port_t *p)
 			m->n_ports--;
 			break;
 		}
+	p->w->n_ports--;
 	p->next = m->dying;
 	m->dying = p;
-	ss_instance_stop(p->inst);
+	mgr_on(p->w, mgr_stop_job, p->inst);
 }
 
-static void mgr_port_cb(ss_instance_t *inst, ss_instance_event_t ev, const char *msg, void *arg)
+void mgr_port_event(mgr_port_t *p, ss_instance_event_t ev, const char *msg)
 {
-	mgr_port_t *p = arg;
-	(void)inst;
-
 	switch (ev) {
 	case SS_INSTANCE_READY:
-		ss_info("port %u: serving", p->port);
+		ss_info("port %u: serving on worker %u", p->port, p->w->index);
 		break;
 	case SS_INSTANCE_FAILED:
-		if (p->replaced)
+		if (p->replaced || p->stopped || mgr_port_find(p->m, p->port) != p)
 			break; /* it stops: its STOPPED frees it */
 		/* The state file keeps it: a restart tries it again. */
 		ss_err("port %u: %s; the port is dropped", p->port, msg);
@@ -198,28 +260,11 @@ static void mgr_port_cb(ss_instance_t *inst, ss_instance_event_t ev, const char 
 	}
 }
 
-static uint64_t mgr_inst_bytes(ss_instance_t *inst)
-{
-	ss_stats_t st;
-
-	ss_instance_stats(inst, &st);
-	return st.bytes_up + st.bytes_down;
-}
-
-uint64_t mgr_port_bytes(const ss_manager_t *m, const mgr_port_t *p)
-{
-	uint64_t n = p->base + mgr_inst_bytes(p->inst);
-
-	for (const mgr_port_t *d = m->dying; d; d = d->next)
-		if (d->replaced && d->port == p->port)
-			n += mgr_inst_bytes(d->inst);
-	return n;
-}
-
 /* Frees the dying ports that have stopped: their listeners close. What a
  * replaced one relayed goes to the port that serves its number now. */
-static void mgr_reap(ss_manager_t *m)
+void mgr_reap(ss_manager_t *m)
 {
+	mgr_events_run(m);
 	for (mgr_port_t **pp = &m->dying; *pp;) {
 		mgr_port_t *p = *pp, *now;
 		if (!p->stopped) {
@@ -227,10 +272,15 @@ static void mgr_reap(ss_manager_t *m)
 			continue;
 		}
 		*pp = p->next;
-		if (p->replaced && (now = mgr_port_find(m, p->port)))
-			now->base += mgr_inst_bytes(p->inst);
-		else
+		now = mgr_port_find(m, p->port);
+		if (p->replaced && now && now->serial == p->serial) {
+			if (mgr_port_carry(now, p) < 0)
+				ss_err("port %u: out of memory; the figures of its earlier "
+				       "settings are lost",
+				       p->port);
+		} else if (!p->replaced) {
 			ss_info("port %u: closed", p->port);
+		}
 		mgr_port_free(p);
 	}
 }
@@ -249,8 +299,34 @@ void mgr_reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 }
 
+/* A port of fields (taken over) with its configuration, no instance yet.
+ * 0, or -errno with err (fields freed). */
+static int mgr_port_new(ss_manager_t *m, uint16_t port, cJSON *fields, mgr_port_t **out, char *err,
+			size_t errlen)
+{
+	mgr_port_t *p = calloc(1, sizeof(*p));
+	int rc;
+
+	*out = NULL;
+	if (!p) {
+		cJSON_Delete(fields);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	p->port = port;
+	p->fields = fields;
+	p->m = m;
+	if ((rc = mgr_port_config(m, p, err, errlen)) < 0) {
+		mgr_port_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
 int mgr_port_add(ss_manager_t *m, uint16_t port, cJSON *fields, char *err, size_t errlen)
 {
+	mgr_job_t j = {.err = err, .errlen = errlen};
 	mgr_port_t *p;
 	int rc;
 
@@ -280,21 +356,17 @@ int mgr_port_add(ss_manager_t *m, uint16_t port, cJSON *fields, char *err, size_
 		m->ports = a;
 		m->cap = cap;
 	}
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		cJSON_Delete(fields);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	p->port = port;
-	p->fields = fields;
-	p->m = m;
-	if ((rc = mgr_port_config(m, p, err, errlen)) < 0 ||
-	    (rc = ss_instance_create(p->cfg, m->loop, &p->inst, err, errlen)) < 0) {
-		mgr_port_free(p);
+	if ((rc = mgr_port_new(m, port, fields, &p, err, errlen)) < 0)
 		return rc;
+	p->w = mgr_worker_pick(m);
+	j.p = p;
+	mgr_on(p->w, mgr_create_job, &j);
+	if (j.rc < 0) {
+		mgr_port_free(p);
+		return j.rc;
 	}
-	ss_instance_set_cb(p->inst, mgr_port_cb, p);
+	p->serial = ++m->serial;
+	p->w->n_ports++;
 	m->ports[m->n_ports++] = p;
 	return 0;
 }
@@ -302,45 +374,31 @@ int mgr_port_add(ss_manager_t *m, uint16_t port, cJSON *fields, char *err, size_
 int mgr_port_replace(ss_manager_t *m, mgr_port_t *p, cJSON *fields, const char *gone, char *err,
 		     size_t errlen)
 {
-	mgr_port_t *q = calloc(1, sizeof(*q));
+	mgr_job_t j = {.p = p, .gone = gone, .err = err, .errlen = errlen};
+	mgr_port_t *q;
 	int rc;
 
-	if (!q) {
-		cJSON_Delete(fields);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	q->port = p->port;
-	q->fields = fields;
-	q->m = m;
-	q->base = p->base;
-	if ((rc = mgr_port_config(m, q, err, errlen)) < 0) {
+	if ((rc = mgr_port_new(m, p->port, fields, &q, err, errlen)) < 0)
+		return rc;
+	q->w = p->w;
+	q->serial = p->serial;
+	j.q = q;
+	mgr_on(p->w, mgr_replace_job, &j);
+	if (j.rc < 0) {
 		mgr_port_free(q);
-		return rc;
+		return j.rc;
 	}
-	ss_instance_offer_listeners(p->inst);
-	rc = ss_instance_create(q->cfg, m->loop, &q->inst, err, errlen);
-	if (rc < 0) {
-		mgr_port_free(q); /* gives the sockets back (net/inherit.h) */
-		ss_inherit_clear();
-		return rc;
-	}
-	ss_instance_mark_handed(p->inst);
-	ss_inherit_clear();
-	ss_instance_set_cb(q->inst, mgr_port_cb, q);
+	/* The figures of what came before go on in the new instance's port. */
+	q->carried = p->carried;
+	q->n_carried = p->n_carried;
+	p->carried = NULL;
+	p->n_carried = 0;
 	for (size_t i = 0; i < m->n_ports; i++)
 		if (m->ports[i] == p)
 			m->ports[i] = q;
 	p->replaced = true;
-	p->base = 0;
 	p->next = m->dying;
 	m->dying = p;
-	ss_instance_retire(p->inst);
-	/* The user's connections end wherever they are: in this instance or
-	 * in those of the port's earlier settings, still serving theirs. */
-	for (mgr_port_t *d = m->dying; gone && d; d = d->next)
-		if (d->replaced && d->port == p->port && !d->stopped)
-			ss_instance_end_user(d->inst, gone);
 	return 0;
 }
 
@@ -352,8 +410,8 @@ int mgr_port_remove(ss_manager_t *m, uint16_t port)
 		return -ENOENT;
 	/* What earlier settings of the port still serve ends with it. */
 	for (mgr_port_t *d = m->dying; d; d = d->next)
-		if (d->replaced && d->port == port)
-			ss_instance_stop(d->inst);
+		if (d->replaced && d->serial == p->serial && !d->stopped)
+			mgr_on(d->w, mgr_stop_job, d->inst);
 	mgr_port_retire(m, p);
 	return 0;
 }
