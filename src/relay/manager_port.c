@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +300,20 @@ void mgr_reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 }
 
+/* An add refused: fields freed, err says why. rc. */
+static int mgr_port_refuse(cJSON *fields, int rc, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int mgr_port_refuse(cJSON *fields, int rc, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	cJSON_Delete(fields);
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
 /* A port of fields (taken over) with its configuration, no instance yet.
  * 0, or -errno with err (fields freed). */
 static int mgr_port_new(ss_manager_t *m, uint16_t port, cJSON *fields, mgr_port_t **out, char *err,
@@ -308,11 +323,8 @@ static int mgr_port_new(ss_manager_t *m, uint16_t port, cJSON *fields, mgr_port_
 	int rc;
 
 	*out = NULL;
-	if (!p) {
-		cJSON_Delete(fields);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!p)
+		return mgr_port_refuse(fields, -ENOMEM, err, errlen, "out of memory");
 	p->port = port;
 	p->fields = fields;
 	p->m = m;
@@ -330,29 +342,22 @@ int mgr_port_add(ss_manager_t *m, uint16_t port, cJSON *fields, char *err, size_
 	mgr_port_t *p;
 	int rc;
 
-	if (mgr_port_find(m, port)) {
-		cJSON_Delete(fields);
-		snprintf(err, errlen, "port %u is served already", port);
-		return -EEXIST;
-	}
+	if (mgr_port_find(m, port))
+		return mgr_port_refuse(fields, -EEXIST, err, errlen, "port %u is served already",
+				       port);
 	/* A remove just before (in the same batch of commands): its
 	 * listeners close now, not on the loop's next turn. */
 	mgr_reap(m);
 	for (const mgr_port_t *d = m->dying; d; d = d->next)
-		if (d->port == port && !d->replaced) {
-			cJSON_Delete(fields);
-			snprintf(err, errlen, "port %u is still closing (its plugin stopping)",
-				 port);
-			return -EBUSY;
-		}
+		if (d->port == port && !d->replaced)
+			return mgr_port_refuse(fields, -EBUSY, err, errlen,
+					       "port %u is still closing (its plugin stopping)",
+					       port);
 	if (m->n_ports == m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 16;
 		mgr_port_t **a = realloc(m->ports, cap * sizeof(*a));
-		if (!a) {
-			cJSON_Delete(fields);
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
+		if (!a)
+			return mgr_port_refuse(fields, -ENOMEM, err, errlen, "out of memory");
 		m->ports = a;
 		m->cap = cap;
 	}

@@ -20,12 +20,12 @@
  * posted under a lock to the main thread and handled there. */
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "relay/manager_internal.h"
+#include "relay/workers.h"
 #include "util/log.h"
 
 static void mgr_wake_cb(struct ev_loop *loop, ev_async *a, int revents)
@@ -71,12 +71,8 @@ void mgr_on(mgr_worker_t *w, void (*fn)(void *arg), void *arg)
 static void *mgr_worker_run(void *arg)
 {
 	mgr_worker_t *w = arg;
-	char name[16];
 
-	/* As ss-server's workers: top -H and the tests tell them apart. */
-	snprintf(name, sizeof(name), "ss-worker-%u", w->index);
-	pthread_setname_np(pthread_self(), name);
-	ss_log_set_worker((int)w->index);
+	ss_workers_thread_begin(w->index);
 	ev_run(w->loop, 0);
 	return NULL;
 }
@@ -97,7 +93,6 @@ static void mgr_events_cb(struct ev_loop *loop, ev_async *a, int revents)
 
 int mgr_workers_start(ss_manager_t *m, unsigned n, char *err, size_t errlen)
 {
-	sigset_t all, old;
 	int rc = 0;
 
 	pthread_mutex_init(&m->ev_lock, NULL);
@@ -110,9 +105,6 @@ int mgr_workers_start(ss_manager_t *m, unsigned n, char *err, size_t errlen)
 	}
 	if (n > 1)
 		ss_log_set_worker(0);
-	/* The threads take no signal: the main thread has them all. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
 	for (unsigned i = 0; i < n && rc == 0; i++) {
 		mgr_worker_t *w = &m->w[i];
 		w->index = i;
@@ -131,13 +123,12 @@ int mgr_workers_start(ss_manager_t *m, unsigned n, char *err, size_t errlen)
 		ev_async_init(&w->wake, mgr_wake_cb);
 		w->wake.data = w;
 		ev_async_start(w->loop, &w->wake);
-		rc = -pthread_create(&w->thread, NULL, mgr_worker_run, w);
+		rc = ss_workers_thread_start(&w->thread, mgr_worker_run, w);
 		if (rc < 0)
 			snprintf(err, errlen, "cannot start worker %u: %s", i, strerror(-rc));
 		else
 			w->running = true;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
 

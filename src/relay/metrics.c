@@ -53,41 +53,48 @@ static void mb_labels(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *
  * for the first row of each port for the others). */
 typedef void (*family_line_fn)(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r);
 
-static void line_bytes(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
+/* One line of row r's labels, and v. */
+static void mb_value(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r, bool per_user,
+		     uint64_t v)
+{
+	mb_labels(b, name, r, per_user);
+	ss_strbuf_printf(b, "} %llu\n", (unsigned long long)v);
+}
+
+/* Two lines of row r's labels, direction "up" with v[0] and "down" with v[1]. */
+static void mb_directions(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r,
+			  bool per_user, const uint64_t v[2])
 {
 	for (int d = 0; d < 2; d++) {
-		mb_labels(b, name, r, true);
+		mb_labels(b, name, r, per_user);
 		ss_strbuf_printf(b, ",direction=\"%s\"} %llu\n", d ? "down" : "up",
-				 (unsigned long long)r->s->bytes[d]);
+				 (unsigned long long)v[d]);
 	}
+}
+
+static void line_bytes(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
+{
+	mb_directions(b, name, r, true, r->s->bytes);
 }
 
 static void line_active(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
 {
-	mb_labels(b, name, r, true);
-	ss_strbuf_printf(b, "} %llu\n", (unsigned long long)(r->s->opened - r->s->closed));
+	mb_value(b, name, r, true, r->s->opened - r->s->closed);
 }
 
 static void line_total(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
 {
-	mb_labels(b, name, r, true);
-	ss_strbuf_printf(b, "} %llu\n", (unsigned long long)r->s->opened);
+	mb_value(b, name, r, true, r->s->opened);
 }
 
 static void line_assoc(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
 {
-	mb_labels(b, name, r, false);
-	ss_strbuf_printf(b, "} %llu\n",
-			 (unsigned long long)(r->s->assoc_opened - r->s->assoc_closed));
+	mb_value(b, name, r, false, r->s->assoc_opened - r->s->assoc_closed);
 }
 
 static void line_dgrams(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
 {
-	for (int d = 0; d < 2; d++) {
-		mb_labels(b, name, r, false);
-		ss_strbuf_printf(b, ",direction=\"%s\"} %llu\n", d ? "down" : "up",
-				 (unsigned long long)r->s->dgrams[d]);
-	}
+	mb_directions(b, name, r, false, r->s->dgrams);
 }
 
 static void line_refused(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
