@@ -12,41 +12,12 @@ import os
 import socket
 import time
 
-import pytest
-
 import sslib
 import ssudp
 from sslib import T, wait_for
-
-parser = pytest.importorskip("prometheus_client.parser")
+from ssmetrics import get as _get, samples as _samples, scrape_through, value as _v
 
 METHOD = "aes-256-gcm"
-
-
-def _get(port, path="/metrics", method="GET", timeout=5):
-    """(status code, headers text, body) of one request."""
-    with socket.create_connection((sslib.LOOPBACK4, port), timeout=T(timeout)) as s:
-        s.sendall(("%s %s HTTP/1.1\r\nHost: x\r\n\r\n" % (method, path)).encode())
-        data = sslib.recv_all(s, timeout=T(timeout))
-    head, _, body = data.partition(b"\r\n\r\n")
-    status = int(head.split(b" ", 2)[1])
-    return status, head.decode(), body
-
-
-def _samples(port):
-    """{(name, frozenset(labels)): value} of one scrape."""
-    status, head, body = _get(port)
-    assert status == 200, head
-    assert "Content-Type: text/plain; version=0.0.4" in head, head
-    out = {}
-    for fam in parser.text_string_to_metric_families(body.decode()):
-        for s in fam.samples:
-            out[(s.name, frozenset(s.labels.items()))] = s.value
-    return out
-
-
-def _v(samples, name, **labels):
-    return samples[(name, frozenset((k, str(v)) for k, v in labels.items()))]
 
 
 def _server(ss, extra=()):
@@ -183,15 +154,7 @@ def test_metrics_are_no_target(ss, echo):
     server, mport = _server(ss)
     client = ss.local(server)
     for host in (sslib.LOOPBACK4, "0.0.0.0"):
-        s, rep = sslib.socks5_open(client.addr, host, mport)
-        with s:
-            if rep == 0:
-                try:
-                    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-                except OSError:
-                    pass
-                state, data = sslib.wait_closed(s, T(3))
-                assert data == b"", data
+        scrape_through(client.addr, host, mport)
     m = _samples(mport)
     assert _v(m, "ss_refused_total", port=server.port, reason="blocked") == 2
     # Other targets still go.
