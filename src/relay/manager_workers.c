@@ -11,13 +11,13 @@
  * instance binds, reserves its pools and starts its watchers in one call
  * (ss_instance_create, the library's), which a split would have to take
  * apart, and a reply that must wait for the worker anyway gains nothing
- * from the split. The wait is short (a port is made in well under a
- * millisecond; a worker runs its callbacks to the end first) and holds up
- * only the control socket and the metrics endpoint, never a connection:
- * no port is served on the main thread while its loop waits, but those of
- * worker 0, and a job never waits for the main thread in turn. What an
- * instance reports (ready, failed, stopped) comes back the other way:
- * posted under a lock to the main thread and handled there. */
+ * from the split. The wait is short (a port is made in about 2 ms, on a
+ * thread as on the main loop: the hand-off adds a fraction of that) and
+ * holds up for that while what the main loop serves (the control socket,
+ * the metrics endpoint, worker 0's ports); a job never waits for the main
+ * thread in turn, so they cannot deadlock. What an instance reports
+ * (ready, failed, stopped) comes back the other way: posted under a lock
+ * to the main thread and handled there. */
 
 #include <errno.h>
 #include <stdio.h>
