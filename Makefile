@@ -33,8 +33,9 @@ build-asan:
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 # The tests that run threads (ctest label "threads"), under ThreadSanitizer:
-# the unit tests, and the programs for tests/integration/test_workers.py.
-THREAD_TESTS = test_random test_tarena test_threads test_saltpool test_udp_sessions test_shared ss-server ss-local ss-tunnel ss-redir
+# the unit tests, and the programs for tests/integration/test_workers.py and
+# test_manager*.py.
+THREAD_TESTS = test_random test_tarena test_threads test_saltpool test_udp_sessions test_shared ss-server ss-local ss-tunnel ss-redir ss-manager
 build-tsan:
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSS_TSAN=ON
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(THREAD_TESTS)

@@ -78,3 +78,5 @@ complete -c ss-manager -l executable -r -F -d 'Ignored: every port runs in the m
 complete -c ss-manager -s D -l workdir -x -a '(__fish_complete_directories)' -d 'Working directory, where the state file is kept'
 complete -c ss-manager -l state -r -F -d 'The file the ports are kept in'
 complete -c ss-manager -l block-private -d 'Ports refuse private targets (the default)'
+complete -c ss-manager -l workers -x -d 'Loops the ports are served on, each on a thread of its own'
+complete -c ss-manager -l metrics -r -d 'Serve every port'"'"'s figures as Prometheus text at addr:port'

@@ -311,8 +311,7 @@ out:
 	return rc;
 }
 
-/* ss-server's default --workers: one loop per CPU the system has online. */
-static int online_cpus(void)
+int ss_cfg_online_cpus(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -589,7 +588,7 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 	if (cfg->replay_capacity == 0)
 		cfg->replay_capacity = SS_REPLAY_CAPACITY_DEFAULT;
 	if (cfg->workers == 0)
-		cfg->workers = cfg->prog == SS_PROG_SERVER ? online_cpus() : 1;
+		cfg->workers = cfg->prog == SS_PROG_SERVER ? ss_cfg_online_cpus() : 1;
 
 	if (cfg->method == NULL && ss_cfg_method(cfg, SS_DEFAULT_METHOD, err, errlen) != 0)
 		return -EINVAL;

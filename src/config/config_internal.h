@@ -57,6 +57,10 @@ static inline uint64_t ss_cfg_bit(ss_cfg_field_t f)
 	return UINT64_C(1) << f;
 }
 
+/* ss-server's and ss-manager's default --workers: one loop per CPU the
+ * system has online, at most SS_WORKERS_MAX. */
+int ss_cfg_online_cpus(void);
+
 /* Writes one line to err; returns -EINVAL so callers can `return ss_cfg_err(...)`. */
 int ss_cfg_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -97,7 +97,7 @@ int ss_cfg_finish_manager(ss_config_t *cfg, char *err, size_t errlen)
 	if (cfg->timeout == 0)
 		cfg->timeout = 60;
 	if (cfg->workers == 0)
-		cfg->workers = 1;
+		cfg->workers = ss_cfg_online_cpus();
 	cfg->validated = true;
 	return 0;
 }

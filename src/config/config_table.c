@@ -398,7 +398,7 @@ const ss_setting_t ss_cfg_settings[] = {
      .min = 1,
      .max = SS_WORKERS_MAX,
      .field = SS_CF_WORKERS,
-     .progs = ALL,
+     .progs = ALL | MGR,
      .help = "Loops, each on a thread of its own (1).",
      .help_server = "Loops, each on a thread of its own (default:\n"
 		    "one per online CPU); 1 to " STR(SS_WORKERS_MAX) "."},
@@ -582,9 +582,11 @@ const ss_setting_t ss_cfg_settings[] = {
      .label = "--metrics",
      .noun = "metrics address",
      .field = -1,
-     .progs = ONLY(SERVER),
-     .scope = "%s is for ss-server",
+     .progs = ONLY(SERVER) | MGR,
+     .scope = "%s is for ss-server and ss-manager",
      .flags = SS_SET_ARG_NONEMPTY,
+     .help_manager = "Serve every port's figures as Prometheus\n"
+		     "text at addr:port (GET /metrics).",
      .help = "Serve Prometheus metrics over HTTP\nat addr:port (GET /metrics)."},
     {.key = "block_private",
      .lopt = "block-private",

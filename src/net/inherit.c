@@ -2,6 +2,7 @@
 #include "net/inherit.h"
 
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,22 +16,27 @@ typedef struct inherit_entry {
 
 static inherit_entry_t inherit_table[SS_INHERIT_MAX];
 static size_t inherit_n;
+/* ss-manager's ports are made and closed on its workers' threads. */
+static pthread_mutex_t inherit_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void ss_inherit_offer(int fd)
 {
 	inherit_entry_t *e;
 	socklen_t tlen = sizeof(int);
 
-	if (fd < 0 || inherit_n == SS_INHERIT_MAX)
+	if (fd < 0)
 		return;
+	pthread_mutex_lock(&inherit_lock);
 	e = &inherit_table[inherit_n];
-	memset(e, 0, sizeof(*e));
-	e->fd = fd;
-	e->len = sizeof(e->addr);
-	if (getsockname(fd, (struct sockaddr *)&e->addr, &e->len) < 0 ||
-	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &e->type, &tlen) < 0)
-		return;
-	inherit_n++;
+	if (inherit_n < SS_INHERIT_MAX) {
+		memset(e, 0, sizeof(*e));
+		e->fd = fd;
+		e->len = sizeof(e->addr);
+		if (getsockname(fd, (struct sockaddr *)&e->addr, &e->len) == 0 &&
+		    getsockopt(fd, SOL_SOCKET, SO_TYPE, &e->type, &tlen) == 0)
+			inherit_n++;
+	}
+	pthread_mutex_unlock(&inherit_lock);
 }
 
 /* The same address family, address and port (what bind(2) was given). */
@@ -53,36 +59,52 @@ static bool inherit_same(const struct sockaddr_storage *a, const struct sockaddr
 
 int ss_inherit_take(const struct sockaddr *addr, socklen_t len, int type)
 {
+	int fd = -1;
+
 	(void)len;
-	for (size_t i = 0; i < inherit_n; i++) {
+	pthread_mutex_lock(&inherit_lock);
+	for (size_t i = 0; i < inherit_n && fd < 0; i++) {
 		inherit_entry_t *e = &inherit_table[i];
 		if (e->taken || e->type != type || !inherit_same(&e->addr, addr))
 			continue;
 		e->taken = true;
-		return e->fd;
+		fd = e->fd;
 	}
-	return -1;
+	pthread_mutex_unlock(&inherit_lock);
+	return fd;
 }
 
 bool ss_inherit_taken(int fd)
 {
+	bool taken = false;
+
+	pthread_mutex_lock(&inherit_lock);
 	for (size_t i = 0; i < inherit_n; i++)
-		if (inherit_table[i].fd == fd)
-			return inherit_table[i].taken;
-	return false;
+		if (inherit_table[i].fd == fd) {
+			taken = inherit_table[i].taken;
+			break;
+		}
+	pthread_mutex_unlock(&inherit_lock);
+	return taken;
 }
 
 bool ss_inherit_give_back(int fd)
 {
-	for (size_t i = 0; i < inherit_n; i++)
+	bool back = false;
+
+	pthread_mutex_lock(&inherit_lock);
+	for (size_t i = 0; i < inherit_n && !back; i++)
 		if (inherit_table[i].fd == fd && inherit_table[i].taken) {
 			inherit_table[i].taken = false;
-			return true;
+			back = true;
 		}
-	return false;
+	pthread_mutex_unlock(&inherit_lock);
+	return back;
 }
 
 void ss_inherit_clear(void)
 {
+	pthread_mutex_lock(&inherit_lock);
 	inherit_n = 0;
+	pthread_mutex_unlock(&inherit_lock);
 }

@@ -13,8 +13,10 @@
  * stays is never closed, not even for a moment, and no connection waiting
  * to be accepted is lost. The descriptor is not duplicated: an epoll set of
  * the old owner's loop still holding the socket under a closed number could
- * not drop it. One process-wide table, used on the main thread only, while
- * a new set is made. */
+ * not drop it. One process-wide table, behind a lock: ss-server uses it on
+ * its main thread while a new set is made, ss-manager on the thread of the
+ * worker serving a port while the port's new instance is made (add_user,
+ * remove_user), and any worker closing a listener asks it. */
 
 #define SS_INHERIT_MAX 1024
 

@@ -278,13 +278,18 @@ int ss_mgr_cmd_parse(const char *buf, size_t len, ss_mgr_cmd_t *cmd, char *err, 
 		cmd->verb = SS_MGR_STAT;
 		return 0;
 	}
+	if (verb_is(buf, len, "stat_users", false)) {
+		cmd->verb = SS_MGR_STAT_USERS;
+		return 0;
+	}
 	static const struct {
 		const char *name;
 		ss_mgr_verb_t verb;
 	} verbs[] = {{"add", SS_MGR_ADD},
 		     {"remove", SS_MGR_REMOVE},
 		     {"add_user", SS_MGR_ADD_USER},
-		     {"remove_user", SS_MGR_REMOVE_USER}};
+		     {"remove_user", SS_MGR_REMOVE_USER},
+		     {"stat_users", SS_MGR_STAT_USERS}};
 	size_t skip = 0;
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]) && !skip; i++)
 		if (verb_is(buf, len, verbs[i].name, true)) {
@@ -293,7 +298,8 @@ int ss_mgr_cmd_parse(const char *buf, size_t len, ss_mgr_cmd_t *cmd, char *err, 
 		}
 	if (!skip)
 		return mgr_err(err, errlen, "%s",
-			       "unknown command (add, remove, list, ping, add_user, remove_user)");
+			       "unknown command (add, remove, list, ping, add_user, remove_user, "
+			       "stat_users)");
 	if ((rc = cmd_object(buf + skip, len - skip, &obj, err, errlen)) < 0)
 		return rc;
 	if (cmd->verb == SS_MGR_ADD) {

@@ -15,6 +15,11 @@
  *   add_user: {"server_port": 8388, "name": "alice", "password": "..."}
  *   remove_user: {"server_port": 8388, "name": "alice"}
  *
+ * and one more, answered with each port's figures per user:
+ *
+ *   stat_users
+ *   stat_users: {"server_port": 8388}
+ *
  * and "stat: {...}", which an ss-server sends its manager. The text comes
  * from the network: parsing never trusts its length, its bytes or its
  * JSON, and an error names no value of a secret field. */
@@ -32,6 +37,7 @@ typedef enum {
 	SS_MGR_STAT,
 	SS_MGR_ADD_USER,
 	SS_MGR_REMOVE_USER,
+	SS_MGR_STAT_USERS,
 } ss_mgr_verb_t;
 
 /* The largest command read: a datagram's most. */
@@ -39,7 +45,7 @@ typedef enum {
 
 typedef struct ss_mgr_cmd {
 	ss_mgr_verb_t verb;
-	uint16_t port; /* ADD, REMOVE */
+	uint16_t port; /* ADD, REMOVE, the users', STAT_USERS (0: every port) */
 	/* ADD: the port's settings a command may give, as a JSON object whose
 	 * values are the text ss_config_set takes ("true", "300", the string),
 	 * keys in a fixed order; owned by the command (free it

@@ -109,18 +109,31 @@ static long fig_port_find(const ss_fig_layout_t *l, uint16_t port)
 	return -1;
 }
 
-/* The row in l of user row u of layout from (by name; 0 for 0), or -1. */
-static long fig_user_find(const ss_fig_layout_t *l, const ss_fig_layout_t *from, size_t u)
+/* The row in l of the user named name (not ""), or -1. */
+static long fig_user_named(const ss_fig_layout_t *l, const char *name)
 {
-	const char *name;
-
-	if (u == 0 || l == from)
-		return (long)u;
-	name = ss_fig_user_name(from, u);
 	for (size_t i = 0; i < l->n_users; i++)
 		if (strcmp(l->cfg->users[i].name, name) == 0)
 			return (long)i + 1;
 	return -1;
+}
+
+bool ss_fig_has_port(const ss_fig_layout_t *l, uint16_t port)
+{
+	return fig_port_find(l, port) >= 0;
+}
+
+bool ss_fig_has_user(const ss_fig_layout_t *l, const char *user)
+{
+	return fig_user_named(l, user) >= 0;
+}
+
+/* The row in l of user row u of layout from (by name; 0 for 0), or -1. */
+static long fig_user_find(const ss_fig_layout_t *l, const ss_fig_layout_t *from, size_t u)
+{
+	if (u == 0 || l == from)
+		return (long)u;
+	return fig_user_named(l, ss_fig_user_name(from, u));
 }
 
 void ss_figures_add_row(ss_fig_sum_t *out, const ss_fig_row_t *r)
@@ -194,6 +207,17 @@ void ss_figures_add_all(const ss_fig_block_t *f, unsigned count, const ss_fig_la
 		}
 }
 
+void ss_figures_add_named(const ss_fig_block_t *f, unsigned count, const ss_fig_layout_t *fl,
+			  uint16_t port, const char *user, ss_fig_sum_t *out)
+{
+	long fp = fig_port_find(fl, port), fu = fig_user_named(fl, user);
+
+	if (fp < 0 || fu < 0)
+		return;
+	for (unsigned i = 0; i < count; i++)
+		ss_figures_add_row(out, ss_figures_row(&f[i], fl, (size_t)fp, (size_t)fu));
+}
+
 void ss_figures_clamp(ss_fig_sum_t *s)
 {
 	if (s->closed > s->opened)
@@ -228,4 +252,18 @@ void ss_figures_fold(ss_fig_block_t *to, ss_fig_row_t *away, const ss_fig_layout
 			ss_figures_fold_row(gone, &f[i].gone[p]);
 		}
 	}
+}
+
+void ss_figures_sum_add(ss_fig_sum_t *to, const ss_fig_sum_t *from)
+{
+	for (int d = 0; d < 2; d++) {
+		to->bytes[d] += from->bytes[d];
+		to->dgrams[d] += from->dgrams[d];
+	}
+	to->opened += from->opened;
+	to->closed += from->closed;
+	to->assoc_opened += from->assoc_opened;
+	to->assoc_closed += from->assoc_closed;
+	for (int k = 0; k < SS_REFUSED_N; k++)
+		to->refused[k] += from->refused[k];
 }

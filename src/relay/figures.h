@@ -3,6 +3,7 @@
 #define SS_RELAY_FIGURES_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -91,6 +92,9 @@ size_t ss_fig_port_index(const ss_fig_layout_t *l, uint16_t port);
 size_t ss_fig_user_index(const ss_fig_layout_t *l, const char *user);
 /* The name of user row u ("" for row 0). */
 const char *ss_fig_user_name(const ss_fig_layout_t *l, size_t u);
+/* Whether l has the port number port; a user named user (not ""). */
+bool ss_fig_has_port(const ss_fig_layout_t *l, uint16_t port);
+bool ss_fig_has_user(const ss_fig_layout_t *l, const char *user);
 
 /* count zeroed blocks for l. 0 or -ENOMEM. */
 int ss_figures_alloc(ss_fig_block_t *f, unsigned count, const ss_fig_layout_t *l);
@@ -132,5 +136,32 @@ void ss_figures_fold(ss_fig_block_t *to, ss_fig_row_t *away, const ss_fig_layout
 /* Adds row r into *out, and into row to. */
 void ss_figures_add_row(ss_fig_sum_t *out, const ss_fig_row_t *r);
 void ss_figures_fold_row(ss_fig_row_t *to, const ss_fig_row_t *r);
+/* Adds to *out the bytes and connections count blocks of layout fl
+ * counted for the user named user (not "") at port number port: nothing
+ * when fl lacks either. */
+void ss_figures_add_named(const ss_fig_block_t *f, unsigned count, const ss_fig_layout_t *fl,
+			  uint16_t port, const char *user, ss_fig_sum_t *out);
+/* Adds the figures of from to to. */
+void ss_figures_sum_add(ss_fig_sum_t *to, const ss_fig_sum_t *from);
+
+/* A row kept by user name and port number: what a carried block's gone
+ * row holds of one user (relay/shared.h), so that a removed user's figures
+ * can still be read as its own. */
+typedef struct ss_fig_named {
+	uint16_t port;
+	char user[SS_USER_NAME_MAX];
+	ss_fig_row_t row;
+} ss_fig_named_t;
+
+/* One (port, user)'s figures as they are read out (relay/metrics.h,
+ * ss-manager's stat_users). */
+typedef struct ss_fig_line {
+	uint16_t port;
+	const char *user;      /* "" for none */
+	bool first;            /* the port's first row: its port-wide figures count */
+	const ss_fig_sum_t *s; /* the port-wide ones (UDP, refusals) read in the first row only */
+} ss_fig_line_t;
+
+typedef void (*ss_fig_line_fn)(void *ctx, const ss_fig_line_t *line);
 
 #endif

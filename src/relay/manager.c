@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ss-manager's control socket: one command a datagram, the reply to its
- * sender (proto/mgrcmd.h), and the manager's start and end. */
+ * sender (proto/mgrcmd.h), its metrics endpoint, and the manager's start
+ * and end. */
 
 #include "relay/manager.h"
 
@@ -146,6 +147,14 @@ static void mgr_command(ss_manager_t *m, const char *buf, size_t len, const char
 		break;
 	case SS_MGR_STAT:
 		break;
+	case SS_MGR_STAT_USERS:
+		if (mgr_stat_users(m, cmd.port, r) < 0) {
+			ss_warn("stat_users: port %u is not served", cmd.port);
+			free(r->p);
+			*r = (ss_strbuf_t){0};
+			ss_strbuf_printf(r, "err");
+		}
+		break;
 	case SS_MGR_ADD:
 		rc = mgr_port_add(m, cmd.port, cmd.fields, err, sizeof(err));
 		cmd.fields = NULL; /* the port's now, or freed */
@@ -154,7 +163,8 @@ static void mgr_command(ss_manager_t *m, const char *buf, size_t len, const char
 			ss_strbuf_printf(r, "err");
 			break;
 		}
-		ss_notice("port %u added", cmd.port);
+		ss_notice("port %u added, on worker %u", cmd.port,
+			  mgr_port_find(m, cmd.port)->w->index);
 		mgr_state_save(m);
 		ss_strbuf_printf(r, "ok");
 		break;
@@ -344,9 +354,11 @@ int ss_manager_reconfigure(ss_manager_t *m, const ss_config_t *cfg, char *err, s
 
 	if (strcmp(cfg->manager_address, was->manager_address) != 0 ||
 	    strcmp(cfg->state_file, was->state_file) != 0 ||
-	    strcmp(cfg->workdir, was->workdir) != 0) {
+	    strcmp(cfg->workdir, was->workdir) != 0 || strcmp(cfg->metrics, was->metrics) != 0 ||
+	    cfg->workers != was->workers) {
 		snprintf(err, errlen,
-			 "the control socket and the state file change only at a restart");
+			 "the control socket, the state file, --metrics and --workers change only "
+			 "at a restart");
 		return -EINVAL;
 	}
 	m->cfg = cfg;
@@ -366,6 +378,7 @@ int ss_manager_create(const ss_config_t *cfg, struct ev_loop *loop, ss_manager_t
 		      size_t errlen)
 {
 	ss_manager_t *m = calloc(1, sizeof(*m));
+	ss_metrics_source_t src;
 	int rc;
 
 	*out = NULL;
@@ -383,10 +396,16 @@ int ss_manager_create(const ss_config_t *cfg, struct ev_loop *loop, ss_manager_t
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	if ((rc = mgr_state_load(m, err, errlen)) < 0)
+	if ((rc = mgr_workers_start(m, cfg->workers > 1 ? (unsigned)cfg->workers : 1, err,
+				    errlen)) < 0 ||
+	    (rc = mgr_state_load(m, err, errlen)) < 0)
 		goto fail;
 	mgr_port_password(m);
 	if ((rc = mgr_bind(m, err, errlen)) < 0)
+		goto fail;
+	src = mgr_metrics_source(m);
+	if (cfg->metrics[0] &&
+	    (rc = ss_metrics_start(&m->metrics, &src, loop, cfg->metrics, err, errlen)) < 0)
 		goto fail;
 	ev_io_init(&m->io, mgr_io_cb, m->fd, EV_READ);
 	m->io.data = m;
@@ -408,6 +427,7 @@ void ss_manager_stop(ss_manager_t *m, void (*done)(void *arg), void *arg)
 	m->stopping = true;
 	m->done = done;
 	m->done_arg = arg;
+	ss_metrics_stop(&m->metrics);
 	if (m->fd >= 0) {
 		ev_io_stop(m->loop, &m->io);
 		close(m->fd);
@@ -423,6 +443,7 @@ void ss_manager_destroy(ss_manager_t *m)
 	if (!m)
 		return;
 	m->done = NULL;
+	ss_metrics_stop(&m->metrics);
 	if (m->fd >= 0) {
 		ev_io_stop(m->loop, &m->io);
 		close(m->fd);
@@ -433,11 +454,11 @@ void ss_manager_destroy(ss_manager_t *m)
 		mgr_port_remove(m, m->ports[m->n_ports - 1]->port);
 	for (mgr_port_t *p = m->dying, *next; p; p = next) {
 		next = p->next;
-		ss_instance_destroy(p->inst);
-		ss_config_free(p->cfg);
-		cJSON_Delete(p->fields);
-		free(p);
+		mgr_port_free(p);
 	}
+	m->dying = NULL;
+	/* Every instance is gone from the workers: their threads end. */
+	mgr_workers_end(m);
 	ev_timer_stop(m->loop, &m->reap);
 	free(m->ports);
 	free(m->defaults);

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* A port of ss-manager: its configuration (the manager's settings, then
  * the add's fields), the checks on what the control socket may ask for,
- * and its instance's life. */
+ * and its instance's life, on the worker that serves it
+ * (manager_workers.c). */
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,14 +149,78 @@ static int mgr_port_config(ss_manager_t *m, mgr_port_t *p, char *err, size_t err
 	    (rc = ss_config_validate(p->cfg, err, errlen)) < 0)
 		return rc;
 	p->cfg->plugin_name_only = cJSON_GetObjectItemCaseSensitive(p->fields, "plugin") != NULL;
-	/* Its users never reach the manager's control socket through it. */
+	/* Its users never reach the manager's control socket through it, nor
+	 * the metrics endpoint serving its figures (relay/doors.h). */
 	snprintf(p->cfg->manager_door, sizeof(p->cfg->manager_door), "%s", m->cfg->manager_address);
+	snprintf(p->cfg->metrics, sizeof(p->cfg->metrics), "%s", m->cfg->metrics);
 	return 0;
 }
 
-static void mgr_port_free(mgr_port_t *p)
+/* ---- jobs, run on the port's worker ---- */
+
+typedef struct {
+	mgr_port_t *p, *q; /* the port; its next instance (replace) */
+	const char *gone;  /* replace: the user whose connections end */
+	char *err;
+	size_t errlen;
+	int rc;
+} mgr_job_t;
+
+static void mgr_create_job(void *arg)
 {
-	ss_instance_destroy(p->inst);
+	mgr_job_t *j = arg;
+	mgr_port_t *p = j->p;
+
+	j->rc = ss_instance_create(p->cfg, p->w->loop, &p->inst, j->err, j->errlen);
+	if (j->rc == 0)
+		ss_instance_set_cb(p->inst, mgr_port_cb, p);
+}
+
+static void mgr_stop_job(void *arg)
+{
+	ss_instance_stop(arg);
+}
+
+static void mgr_destroy_job(void *arg)
+{
+	ss_instance_destroy(arg);
+}
+
+/* q takes p's listening sockets, then p retires; the connections of the
+ * user gone end in p and in the port's earlier instances still serving. */
+static void mgr_replace_job(void *arg)
+{
+	mgr_job_t *j = arg;
+	mgr_port_t *p = j->p, *q = j->q;
+
+	ss_instance_offer_listeners(p->inst);
+	/* p's replay records and figures carry over (relay/shared.h): p's
+	 * chain lives on this thread, and the main thread waits. */
+	j->rc = ss_instance_create_after(q->cfg, q->w->loop, p->inst, &q->inst, j->err, j->errlen);
+	if (j->rc < 0) {
+		/* It gave back what it took (net/inherit.h). */
+		ss_inherit_clear();
+		return;
+	}
+	ss_instance_mark_handed(p->inst);
+	ss_inherit_clear();
+	ss_instance_set_cb(q->inst, mgr_port_cb, q);
+	ss_instance_retire(p->inst);
+	if (!j->gone)
+		return;
+	ss_instance_end_user(p->inst, j->gone);
+	for (mgr_port_t *d = p->m->dying; d; d = d->next)
+		if (d->replaced && d->serial == p->serial && !d->stopped)
+			ss_instance_end_user(d->inst, j->gone);
+}
+
+/* ---- the port's life, on the main thread ---- */
+
+void mgr_port_free(mgr_port_t *p)
+{
+	if (p->inst)
+		mgr_on(p->w, mgr_destroy_job, p->inst);
+	mgr_events_forget(p->m, p);
 	ss_config_free(p->cfg);
 	cJSON_Delete(p->fields);
 	free(p);
@@ -170,22 +236,20 @@ static void mgr_port_retire(ss_manager_t *m, mgr_port_t *p)
 			m->n_ports--;
 			break;
 		}
+	p->w->n_ports--;
 	p->next = m->dying;
 	m->dying = p;
-	ss_instance_stop(p->inst);
+	mgr_on(p->w, mgr_stop_job, p->inst);
 }
 
-static void mgr_port_cb(ss_instance_t *inst, ss_instance_event_t ev, const char *msg, void *arg)
+void mgr_port_event(mgr_port_t *p, ss_instance_event_t ev, const char *msg)
 {
-	mgr_port_t *p = arg;
-	(void)inst;
-
 	switch (ev) {
 	case SS_INSTANCE_READY:
-		ss_info("port %u: serving", p->port);
+		ss_info("port %u: serving on worker %u", p->port, p->w->index);
 		break;
 	case SS_INSTANCE_FAILED:
-		if (p->replaced)
+		if (p->replaced || p->stopped || mgr_port_find(p->m, p->port) != p)
 			break; /* it stops: its STOPPED frees it */
 		/* The state file keeps it: a restart tries it again. */
 		ss_err("port %u: %s; the port is dropped", p->port, msg);
@@ -198,25 +262,12 @@ static void mgr_port_cb(ss_instance_t *inst, ss_instance_event_t ev, const char 
 	}
 }
 
-static uint64_t mgr_inst_bytes(ss_instance_t *inst)
-{
-	ss_stats_t st;
-
-	ss_instance_stats(inst, &st);
-	return st.bytes_up + st.bytes_down;
-}
-
-uint64_t mgr_port_bytes(const mgr_port_t *p)
-{
-	/* Its instance's figures go on from those of the instances it
-	 * replaced (ss_instance_create_after). */
-	return mgr_inst_bytes(p->inst);
-}
-
 /* Frees the dying ports that have stopped: their listeners close. What a
- * replaced one relayed goes to the instance that serves its number now. */
-static void mgr_reap(ss_manager_t *m)
+ * replaced one relayed goes on in the instance that serves its number now
+ * (ss_instance_create_after). */
+void mgr_reap(ss_manager_t *m)
 {
+	mgr_events_run(m);
 	for (mgr_port_t **pp = &m->dying; *pp;) {
 		mgr_port_t *p = *pp;
 		if (!p->stopped) {
@@ -224,7 +275,9 @@ static void mgr_reap(ss_manager_t *m)
 			continue;
 		}
 		*pp = p->next;
-		if (!p->replaced)
+		if (p->replaced)
+			ss_info("port %u: the instance of its earlier settings has ended", p->port);
+		else
 			ss_info("port %u: closed", p->port);
 		mgr_port_free(p);
 	}
@@ -244,52 +297,78 @@ void mgr_reap_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 }
 
+/* An add refused: fields freed, err says why. rc. */
+static int mgr_port_refuse(cJSON *fields, int rc, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int mgr_port_refuse(cJSON *fields, int rc, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	cJSON_Delete(fields);
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* A port of fields (taken over) with its configuration, no instance yet.
+ * 0, or -errno with err (fields freed). */
+static int mgr_port_new(ss_manager_t *m, uint16_t port, cJSON *fields, mgr_port_t **out, char *err,
+			size_t errlen)
+{
+	mgr_port_t *p = calloc(1, sizeof(*p));
+	int rc;
+
+	*out = NULL;
+	if (!p)
+		return mgr_port_refuse(fields, -ENOMEM, err, errlen, "out of memory");
+	p->port = port;
+	p->fields = fields;
+	p->m = m;
+	if ((rc = mgr_port_config(m, p, err, errlen)) < 0) {
+		mgr_port_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
 int mgr_port_add(ss_manager_t *m, uint16_t port, cJSON *fields, char *err, size_t errlen)
 {
+	mgr_job_t j = {.err = err, .errlen = errlen};
 	mgr_port_t *p;
 	int rc;
 
-	if (mgr_port_find(m, port)) {
-		cJSON_Delete(fields);
-		snprintf(err, errlen, "port %u is served already", port);
-		return -EEXIST;
-	}
+	if (mgr_port_find(m, port))
+		return mgr_port_refuse(fields, -EEXIST, err, errlen, "port %u is served already",
+				       port);
 	/* A remove just before (in the same batch of commands): its
 	 * listeners close now, not on the loop's next turn. */
 	mgr_reap(m);
 	for (const mgr_port_t *d = m->dying; d; d = d->next)
-		if (d->port == port && !d->replaced) {
-			cJSON_Delete(fields);
-			snprintf(err, errlen, "port %u is still closing (its plugin stopping)",
-				 port);
-			return -EBUSY;
-		}
+		if (d->port == port && !d->replaced)
+			return mgr_port_refuse(fields, -EBUSY, err, errlen,
+					       "port %u is still closing (its plugin stopping)",
+					       port);
 	if (m->n_ports == m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 16;
 		mgr_port_t **a = realloc(m->ports, cap * sizeof(*a));
-		if (!a) {
-			cJSON_Delete(fields);
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
+		if (!a)
+			return mgr_port_refuse(fields, -ENOMEM, err, errlen, "out of memory");
 		m->ports = a;
 		m->cap = cap;
 	}
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		cJSON_Delete(fields);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	p->port = port;
-	p->fields = fields;
-	p->m = m;
-	if ((rc = mgr_port_config(m, p, err, errlen)) < 0 ||
-	    (rc = ss_instance_create(p->cfg, m->loop, &p->inst, err, errlen)) < 0) {
-		mgr_port_free(p);
+	if ((rc = mgr_port_new(m, port, fields, &p, err, errlen)) < 0)
 		return rc;
+	p->w = mgr_worker_pick(m);
+	j.p = p;
+	mgr_on(p->w, mgr_create_job, &j);
+	if (j.rc < 0) {
+		mgr_port_free(p);
+		return j.rc;
 	}
-	ss_instance_set_cb(p->inst, mgr_port_cb, p);
+	p->serial = ++m->serial;
+	p->w->n_ports++;
 	m->ports[m->n_ports++] = p;
 	return 0;
 }
@@ -297,43 +376,26 @@ int mgr_port_add(ss_manager_t *m, uint16_t port, cJSON *fields, char *err, size_
 int mgr_port_replace(ss_manager_t *m, mgr_port_t *p, cJSON *fields, const char *gone, char *err,
 		     size_t errlen)
 {
-	mgr_port_t *q = calloc(1, sizeof(*q));
+	mgr_job_t j = {.p = p, .gone = gone, .err = err, .errlen = errlen};
+	mgr_port_t *q;
 	int rc;
 
-	if (!q) {
-		cJSON_Delete(fields);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	q->port = p->port;
-	q->fields = fields;
-	q->m = m;
-	if ((rc = mgr_port_config(m, q, err, errlen)) < 0) {
+	if ((rc = mgr_port_new(m, p->port, fields, &q, err, errlen)) < 0)
+		return rc;
+	q->w = p->w;
+	q->serial = p->serial;
+	j.q = q;
+	mgr_on(p->w, mgr_replace_job, &j);
+	if (j.rc < 0) {
 		mgr_port_free(q);
-		return rc;
+		return j.rc;
 	}
-	ss_instance_offer_listeners(p->inst);
-	rc = ss_instance_create_after(q->cfg, m->loop, p->inst, &q->inst, err, errlen);
-	if (rc < 0) {
-		mgr_port_free(q); /* gives the sockets back (net/inherit.h) */
-		ss_inherit_clear();
-		return rc;
-	}
-	ss_instance_mark_handed(p->inst);
-	ss_inherit_clear();
-	ss_instance_set_cb(q->inst, mgr_port_cb, q);
 	for (size_t i = 0; i < m->n_ports; i++)
 		if (m->ports[i] == p)
 			m->ports[i] = q;
 	p->replaced = true;
 	p->next = m->dying;
 	m->dying = p;
-	ss_instance_retire(p->inst);
-	/* The user's connections end wherever they are: in this instance or
-	 * in those of the port's earlier settings, still serving theirs. */
-	for (mgr_port_t *d = m->dying; gone && d; d = d->next)
-		if (d->replaced && d->port == p->port && !d->stopped)
-			ss_instance_end_user(d->inst, gone);
 	return 0;
 }
 
@@ -345,8 +407,8 @@ int mgr_port_remove(ss_manager_t *m, uint16_t port)
 		return -ENOENT;
 	/* What earlier settings of the port still serve ends with it. */
 	for (mgr_port_t *d = m->dying; d; d = d->next)
-		if (d->replaced && d->port == port)
-			ss_instance_stop(d->inst);
+		if (d->replaced && d->serial == p->serial && !d->stopped)
+			mgr_on(d->w, mgr_stop_job, d->inst);
 	mgr_port_retire(m, p);
 	return 0;
 }

@@ -37,85 +37,120 @@ static void mb_head(ss_strbuf_t *b, const char *name, const char *type, const ch
 	ss_strbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* One line per (port, user) of a per-user figure. */
-typedef uint64_t (*user_fig_fn)(const ss_fig_sum_t *s, int arg);
-
-static uint64_t fig_bytes(const ss_fig_sum_t *s, int d)
+/* The start of a line of name for row r: its name and labels, the user's
+ * when per_user, without the closing brace. */
+static void mb_labels(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r, bool per_user)
 {
-	return s->bytes[d];
-}
-static uint64_t fig_active(const ss_fig_sum_t *s, int arg)
-{
-	(void)arg;
-	return s->opened - s->closed;
-}
-static uint64_t fig_total(const ss_fig_sum_t *s, int arg)
-{
-	(void)arg;
-	return s->opened;
+	ss_strbuf_printf(b, "%s{port=\"%u\"", name, (unsigned)r->port);
+	if (per_user) {
+		ss_strbuf_printf(b, ",user=\"");
+		mb_label(b, r->user);
+		ss_strbuf_printf(b, "\"");
+	}
 }
 
-static void render_users(ss_strbuf_t *b, const ss_shared_t *sh, const char *name, const char *dir,
-			 user_fig_fn fn, int arg)
-{
-	const ss_fig_layout_t *l = &sh->fig_layout;
+/* A family's lines for one row (called for every row of a per-user family,
+ * for the first row of each port for the others). */
+typedef void (*family_line_fn)(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r);
 
-	for (size_t p = 0; p < l->n_ports; p++)
-		for (size_t u = 0; u <= l->n_users; u++) {
-			ss_fig_sum_t s;
-			ss_shared_figures(sh, p, u, &s);
-			ss_strbuf_printf(b, "%s{port=\"%u\",user=\"", name, (unsigned)l->port[p]);
-			mb_label(b, ss_fig_user_name(l, u));
-			if (dir)
-				ss_strbuf_printf(b, "\",direction=\"%s", dir);
-			ss_strbuf_printf(b, "\"} %llu\n", (unsigned long long)fn(&s, arg));
-		}
+/* One line of row r's labels, and v. */
+static void mb_value(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r, bool per_user,
+		     uint64_t v)
+{
+	mb_labels(b, name, r, per_user);
+	ss_strbuf_printf(b, "} %llu\n", (unsigned long long)v);
 }
 
-static void render_ports(ss_strbuf_t *b, const ss_shared_t *sh)
+/* Two lines of row r's labels, direction "up" with v[0] and "down" with v[1]. */
+static void mb_directions(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r,
+			  bool per_user, const uint64_t v[2])
+{
+	for (int d = 0; d < 2; d++) {
+		mb_labels(b, name, r, per_user);
+		ss_strbuf_printf(b, ",direction=\"%s\"} %llu\n", d ? "down" : "up",
+				 (unsigned long long)v[d]);
+	}
+}
+
+static void line_bytes(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
+{
+	mb_directions(b, name, r, true, r->s->bytes);
+}
+
+static void line_active(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
+{
+	mb_value(b, name, r, true, r->s->opened - r->s->closed);
+}
+
+static void line_total(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
+{
+	mb_value(b, name, r, true, r->s->opened);
+}
+
+static void line_assoc(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
+{
+	mb_value(b, name, r, false, r->s->assoc_opened - r->s->assoc_closed);
+}
+
+static void line_dgrams(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
+{
+	mb_directions(b, name, r, false, r->s->dgrams);
+}
+
+static void line_refused(ss_strbuf_t *b, const char *name, const ss_metrics_row_t *r)
 {
 	static const char *const reasons[SS_REFUSED_N] = {"auth", "replay", "acl", "blocked"};
-	const ss_fig_layout_t *l = &sh->fig_layout;
-	ss_fig_sum_t s[SS_FIG_PORTS_MAX];
 
-	for (size_t p = 0; p < l->n_ports; p++)
-		ss_shared_figures(sh, p, 0, &s[p]);
-	mb_head(b, "ss_udp_associations", "gauge", "UDP associations open now.");
-	for (size_t p = 0; p < l->n_ports; p++)
-		ss_strbuf_printf(b, "ss_udp_associations{port=\"%u\"} %llu\n", (unsigned)l->port[p],
-				 (unsigned long long)(s[p].assoc_opened - s[p].assoc_closed));
-	mb_head(b, "ss_udp_datagrams_total", "counter",
-		"UDP datagrams from clients (up) and to clients (down).");
-	for (size_t p = 0; p < l->n_ports; p++)
-		for (int d = 0; d < 2; d++)
-			ss_strbuf_printf(
-			    b, "ss_udp_datagrams_total{port=\"%u\",direction=\"%s\"} %llu\n",
-			    (unsigned)l->port[p], d ? "down" : "up",
-			    (unsigned long long)s[p].dgrams[d]);
-	mb_head(b, "ss_refused_total", "counter",
-		"Clients refused: failed authentication or a bad request (auth), a replay, "
-		"the ACL, a target never relayed to (blocked).");
-	for (size_t p = 0; p < l->n_ports; p++)
-		for (int r = 0; r < SS_REFUSED_N; r++)
-			ss_strbuf_printf(b, "ss_refused_total{port=\"%u\",reason=\"%s\"} %llu\n",
-					 (unsigned)l->port[p], reasons[r],
-					 (unsigned long long)s[p].refused[r]);
+	for (int k = 0; k < SS_REFUSED_N; k++) {
+		mb_labels(b, name, r, false);
+		ss_strbuf_printf(b, ",reason=\"%s\"} %llu\n", reasons[k],
+				 (unsigned long long)r->s->refused[k]);
+	}
 }
 
-char *ss_metrics_render(const ss_shared_t *sh, size_t *len)
+typedef struct {
+	const char *name, *type, *help;
+	bool per_user;
+	family_line_fn line;
+} family_t;
+
+static const family_t families[] = {
+    {"ss_bytes_total", "counter",
+     "Plaintext bytes relayed over TCP, client to target (up) and back (down).", true, line_bytes},
+    {"ss_connections_active", "gauge", "TCP connections relaying now.", true, line_active},
+    {"ss_connections_total", "counter", "TCP connections whose request was accepted.", true,
+     line_total},
+    {"ss_udp_associations", "gauge", "UDP associations open now.", false, line_assoc},
+    {"ss_udp_datagrams_total", "counter", "UDP datagrams from clients (up) and to clients (down).",
+     false, line_dgrams},
+    {"ss_refused_total", "counter",
+     "Clients refused: failed authentication or a bad request (auth), a replay, "
+     "the ACL, a target never relayed to (blocked).",
+     false, line_refused},
+};
+
+typedef struct {
+	ss_strbuf_t *b;
+	const family_t *f;
+} family_ctx_t;
+
+static void family_row(void *ctx, const ss_metrics_row_t *r)
+{
+	const family_ctx_t *c = ctx;
+
+	if (c->f->per_user || r->first)
+		c->f->line(c->b, c->f->name, r);
+}
+
+char *ss_metrics_render(const ss_metrics_source_t *src, size_t *len)
 {
 	ss_strbuf_t b = {0};
 
-	mb_head(&b, "ss_bytes_total", "counter",
-		"Plaintext bytes relayed over TCP, client to target (up) and back (down).");
-	render_users(&b, sh, "ss_bytes_total", "up", fig_bytes, 0);
-	render_users(&b, sh, "ss_bytes_total", "down", fig_bytes, 1);
-	mb_head(&b, "ss_connections_active", "gauge", "TCP connections relaying now.");
-	render_users(&b, sh, "ss_connections_active", NULL, fig_active, 0);
-	mb_head(&b, "ss_connections_total", "counter",
-		"TCP connections whose request was accepted.");
-	render_users(&b, sh, "ss_connections_total", NULL, fig_total, 0);
-	render_ports(&b, sh);
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		family_ctx_t c = {&b, &families[i]};
+		mb_head(&b, families[i].name, families[i].type, families[i].help);
+		src->each(src->arg, family_row, &c);
+	}
 	mb_head(&b, "ss_build_info", "gauge", "The version of shadowsocks-c that runs.");
 	ss_strbuf_printf(&b, "ss_build_info{version=\"");
 	mb_label(&b, SS_VERSION);
@@ -126,6 +161,18 @@ char *ss_metrics_render(const ss_shared_t *sh, size_t *len)
 	}
 	*len = b.len;
 	return b.p;
+}
+
+/* ---- ss-server's rows: the shared object's ---- */
+
+static void shared_each(const void *arg, ss_metrics_row_fn fn, void *ctx)
+{
+	ss_shared_lines(arg, fn, ctx);
+}
+
+ss_metrics_source_t ss_metrics_shared_source(const ss_shared_t *sh)
+{
+	return (ss_metrics_source_t){.each = shared_each, .arg = sh};
 }
 
 /* ---- the server ---- */
@@ -227,7 +274,7 @@ static const char *answer_status(ss_scrape_t what)
 static void client_answer(ss_metrics_client_t *c, ss_scrape_t what)
 {
 	size_t blen = 0, hlen;
-	char *body = what == SS_SCRAPE_METRICS ? ss_metrics_render(c->m->sh, &blen) : NULL;
+	char *body = what == SS_SCRAPE_METRICS ? ss_metrics_render(&c->m->src, &blen) : NULL;
 	char head[256];
 
 	if (what == SS_SCRAPE_METRICS && !body) {
@@ -358,8 +405,8 @@ bad:
 	return -EINVAL;
 }
 
-int ss_metrics_start(ss_metrics_t *m, const ss_shared_t *sh, struct ev_loop *loop, const char *addr,
-		     char *err, size_t errlen)
+int ss_metrics_start(ss_metrics_t *m, const ss_metrics_source_t *src, struct ev_loop *loop,
+		     const char *addr, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -379,7 +426,8 @@ int ss_metrics_start(ss_metrics_t *m, const ss_shared_t *sh, struct ev_loop *loo
 		snprintf(err, errlen, "cannot serve metrics on %s: %s", where, strerror(-fd));
 		return fd;
 	}
-	m->sh = sh;
+	m->src = *src;
+	m->on = true;
 	m->loop = loop;
 	for (size_t i = 0; i < SS_METRICS_CLIENTS; i++) {
 		m->c[i].m = m;
@@ -399,7 +447,7 @@ int ss_metrics_start(ss_metrics_t *m, const ss_shared_t *sh, struct ev_loop *loo
 
 void ss_metrics_stop(ss_metrics_t *m)
 {
-	if (!m->sh)
+	if (!m->on)
 		return;
 	for (size_t i = 0; i < SS_METRICS_CLIENTS; i++)
 		if (m->c[i].io.fd >= 0)
@@ -407,5 +455,5 @@ void ss_metrics_stop(ss_metrics_t *m)
 	m_io_stop(m, &m->lis);
 	if (!m->handed && !ss_inherit_give_back(m->lis.fd))
 		close(m->lis.fd);
-	m->sh = NULL;
+	m->on = false;
 }

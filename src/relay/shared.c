@@ -300,6 +300,62 @@ int ss_shared_create_after(const ss_config_t *cfg, unsigned count, struct ev_loo
 	return 0;
 }
 
+/* The named row of (port, user) in sh, made when there is none; NULL when
+ * out of memory. */
+static ss_fig_named_t *shared_named(ss_shared_t *sh, uint16_t port, const char *user)
+{
+	ss_fig_named_t *a;
+
+	for (size_t i = 0; i < sh->n_fig_named; i++)
+		if (sh->fig_named[i].port == port && strcmp(sh->fig_named[i].user, user) == 0)
+			return &sh->fig_named[i];
+	if (!(a = realloc(sh->fig_named, (sh->n_fig_named + 1) * sizeof(*a))))
+		return NULL;
+	sh->fig_named = a;
+	a = &a[sh->n_fig_named++];
+	memset(a, 0, sizeof(*a));
+	a->port = port;
+	snprintf(a->user, sizeof(a->user), "%s", user);
+	return a;
+}
+
+/* Keeps by name in n what ss_figures_fold puts into n's gone rows of sh's:
+ * the rows of sh's users n's port lacks, and sh's named rows. */
+static void shared_fold_named(ss_shared_t *n, const ss_shared_t *sh)
+{
+	const ss_fig_layout_t *fl = &sh->fig_layout, *tl = &n->fig_layout;
+	bool lost = false;
+
+	for (size_t p = 0; p < fl->n_ports; p++) {
+		if (ss_fig_has_port(tl, fl->port[p]))
+			for (size_t u = 1; u <= fl->n_users; u++) {
+				const char *name = ss_fig_user_name(fl, u);
+				ss_fig_named_t *d;
+				if (ss_fig_has_user(tl, name))
+					continue;
+				if (!(d = shared_named(n, fl->port[p], name))) {
+					lost = true;
+					continue;
+				}
+				for (unsigned i = 0; i <= sh->count; i++)
+					ss_figures_fold_row(&d->row,
+							    ss_figures_row(&sh->fig[i], fl, p, u));
+			}
+	}
+	for (size_t i = 0; i < sh->n_fig_named; i++) {
+		const ss_fig_named_t *e = &sh->fig_named[i];
+		ss_fig_named_t *d;
+		if (!ss_fig_has_port(tl, e->port))
+			continue;
+		if (!(d = shared_named(n, e->port, e->user)))
+			lost = true;
+		else
+			ss_figures_fold_row(&d->row, &e->row);
+	}
+	if (lost)
+		ss_warn("out of memory: removed users' figures count in their ports' alone");
+}
+
 /* What sh counted, and what was carried into it, to the newest of its
  * chain; sh leaves the chain. */
 static void shared_leave_chain(ss_shared_t *sh)
@@ -309,6 +365,7 @@ static void shared_leave_chain(ss_shared_t *sh)
 	if (n) {
 		while (n->newer)
 			n = n->newer;
+		shared_fold_named(n, sh);
 		ss_figures_fold(&n->fig[n->count], &n->fig_away, &n->fig_layout, sh->fig,
 				sh->count + 1, &sh->fig_layout);
 		ss_figures_fold_row(&n->fig_away, &sh->fig_away);
@@ -340,6 +397,86 @@ void ss_shared_carried(const ss_shared_t *sh, ss_fig_sum_t *out)
 	ss_figures_clamp(out);
 }
 
+/* The bytes and connections of the user named user at port number port
+ * that the rows kept by name in sh's chain hold, and (with layouts) the
+ * rows of the layouts before sh's that have that user. */
+static void shared_add_user(const ss_shared_t *sh, uint16_t port, const char *user, bool layouts,
+			    ss_fig_sum_t *out)
+{
+	for (const ss_shared_t *o = sh; o; o = o->older) {
+		for (size_t i = 0; i < o->n_fig_named; i++)
+			if (o->fig_named[i].port == port && strcmp(o->fig_named[i].user, user) == 0)
+				ss_figures_add_row(out, &o->fig_named[i].row);
+		if (layouts && o != sh)
+			ss_figures_add_named(o->fig, o->count + 1, &o->fig_layout, port, user, out);
+	}
+}
+
+/* Whether o has a user named user at port number port that sh's layout
+ * lacks: one of its layout's (o older than sh) or a row kept by name. */
+static bool shared_gone_user(const ss_shared_t *sh, const ss_shared_t *o, uint16_t port,
+			     const char *user)
+{
+	if (ss_fig_has_user(&sh->fig_layout, user))
+		return false;
+	for (size_t i = 0; i < o->n_fig_named; i++)
+		if (o->fig_named[i].port == port && strcmp(o->fig_named[i].user, user) == 0)
+			return true;
+	return o != sh && ss_fig_has_port(&o->fig_layout, port) &&
+	       ss_fig_has_user(&o->fig_layout, user);
+}
+
+/* Emits once the row of user, a user of o's at port p of sh's layout that
+ * sh's lacks: unless an object newer than o has it too. */
+static void shared_gone_line(const ss_shared_t *sh, const ss_shared_t *o, size_t p,
+			     const char *user, ss_fig_line_fn fn, void *ctx)
+{
+	uint16_t port = sh->fig_layout.port[p];
+	ss_fig_sum_t s = {0};
+	ss_fig_line_t line = {.port = port, .user = user, .s = &s};
+
+	for (const ss_shared_t *x = sh; x != o; x = x->older)
+		if (shared_gone_user(sh, x, port, user))
+			return;
+	shared_add_user(sh, port, user, true, &s);
+	ss_figures_clamp(&s);
+	fn(ctx, &line);
+}
+
+void ss_shared_lines(const ss_shared_t *sh, ss_fig_line_fn fn, void *ctx)
+{
+	const ss_fig_layout_t *l = &sh->fig_layout;
+
+	for (size_t p = 0; p < l->n_ports; p++) {
+		for (size_t u = 0; u <= l->n_users; u++) {
+			ss_fig_sum_t s;
+			ss_fig_line_t line = {.port = l->port[p],
+					      .user = ss_fig_user_name(l, u),
+					      .first = u == 0,
+					      .s = &s};
+			ss_shared_figures(sh, p, u, &s);
+			if (u) {
+				shared_add_user(sh, l->port[p], line.user, false, &s);
+				ss_figures_clamp(&s);
+			}
+			fn(ctx, &line);
+		}
+		for (const ss_shared_t *o = sh; o; o = o->older) {
+			const ss_fig_layout_t *ol = &o->fig_layout;
+			for (size_t i = 0; i < o->n_fig_named; i++)
+				if (o->fig_named[i].port == l->port[p] &&
+				    !ss_fig_has_user(l, o->fig_named[i].user))
+					shared_gone_line(sh, o, p, o->fig_named[i].user, fn, ctx);
+			if (o == sh || !ss_fig_has_port(ol, l->port[p]))
+				continue;
+			for (size_t u = 1; u <= ol->n_users; u++)
+				if (!ss_fig_has_user(l, ss_fig_user_name(ol, u)))
+					shared_gone_line(sh, o, p, ss_fig_user_name(ol, u), fn,
+							 ctx);
+		}
+	}
+}
+
 void ss_shared_free(ss_shared_t *sh)
 {
 	if (!sh)
@@ -356,6 +493,7 @@ void ss_shared_free(ss_shared_t *sh)
 	ss_acl_free(sh->acl);
 	ss_codec_free(&sh->codec);
 	ss_figures_free(sh->fig, sh->count + 1);
+	free(sh->fig_named);
 	ss_doors_free(&sh->doors);
 	free(sh->fig);
 	free(sh->w);

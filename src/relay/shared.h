@@ -48,11 +48,15 @@
  * - the figures: the objects still serving make a chain, oldest first
  *   (older, newer), and the newest's figures add the others' to its own,
  *   matched by port number and user name; one that goes (ss_shared_free)
- *   leaves what it counted in the newest's carried block, fig[count].
- *   The chain, fig[count] and fig_away change, and are read
- *   (ss_shared_figures, ss_shared_carried), on the thread that makes and
- *   frees the objects of the chain: worker 0's (the program's main thread,
- *   the manager's loop). */
+ *   leaves what it counted in the newest's carried block, fig[count], the
+ *   rows of users the newest lacks in its gone rows, and by name in
+ *   fig_named too (a removed user's figures stay its own).
+ *   The chain, fig[count], fig_away and fig_named change, and are read
+ *   (ss_shared_figures, ss_shared_carried, ss_shared_lines), on the thread
+ *   that makes and frees the objects of the chain, or one that waits for
+ *   it: worker 0's (the program's main thread); ss-manager makes and frees
+ *   a port's on the port's worker, in jobs its main thread waits for, and
+ *   reads them on its main thread. */
 
 /* --workers: connections a worker accepted for another, waiting for it. */
 #define SS_HANDOFF_SLOTS 64
@@ -107,7 +111,10 @@ typedef struct ss_shared {
 	/* count + 1 blocks: the workers', then what the objects before it
 	 * counted (those gone from the chain), in its layout */
 	ss_fig_block_t *fig;
-	ss_fig_row_t fig_away;           /* theirs of ports it does not have */
+	ss_fig_row_t fig_away; /* theirs of ports it does not have */
+	/* what the carried block's gone rows hold, by port and user name */
+	ss_fig_named_t *fig_named;
+	size_t n_fig_named;
 	struct ss_shared *older, *newer; /* the chain (above) */
 	ss_doors_t doors;                /* ss-server's own addresses, never a target (fixed) */
 } ss_shared_t;
@@ -157,6 +164,14 @@ void ss_shared_figures(const ss_shared_t *sh, size_t port, size_t user, ss_fig_s
  * the user: their bytes and connections (the open ones as opened and not
  * closed). */
 void ss_shared_carried(const ss_shared_t *sh, ss_fig_sum_t *out);
+/* Calls fn(ctx, line) for each (port, user) of sh's figures, the lines of a
+ * port one after the other: its line of no user first (with the port-wide
+ * figures), one per user of fig_layout (as ss_shared_figures gives them,
+ * with what the user counted before a reload that removed it and one that
+ * added it back), then one per user that only the objects before sh had
+ * (a removed user: by name, its rows in those still serving and what those
+ * gone left). */
+void ss_shared_lines(const ss_shared_t *sh, ss_fig_line_fn fn, void *ctx);
 
 /* Worker i's hand-off queue, from its own loop: wakes cb(data) there when
  * a connection is handed over, from ss_shared_handoff_open on. */

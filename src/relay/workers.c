@@ -54,15 +54,33 @@ void ss_workers_log_stats(const ss_instance_t *inst)
 		(unsigned long long)st.bytes_down);
 }
 
-static void *workers_run(void *arg)
+void ss_workers_thread_begin(unsigned index)
 {
-	ss_worker_t *w = arg;
 	char name[16];
 
 	/* For top -H and the tests: which threads are workers. */
-	snprintf(name, sizeof(name), "ss-worker-%u", w->index);
+	snprintf(name, sizeof(name), "ss-worker-%u", index);
 	pthread_setname_np(pthread_self(), name);
-	ss_log_set_worker((int)w->index);
+	ss_log_set_worker((int)index);
+}
+
+int ss_workers_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = -pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+static void *workers_run(void *arg)
+{
+	ss_worker_t *w = arg;
+
+	ss_workers_thread_begin(w->index);
 	ev_run(w->loop, 0);
 	ss_workers_log_stats(w->inst);
 	return NULL;
@@ -134,10 +152,10 @@ int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *
 		}
 		goto fail;
 	}
+	ss_metrics_source_t src = ss_metrics_shared_source(ws->shared);
 	if (cfg->prog == SS_PROG_SERVER && cfg->metrics[0] &&
 	    (!(ws->metrics = calloc(1, sizeof(*ws->metrics))) ||
-	     (rc = ss_metrics_start(ws->metrics, ws->shared, loop, cfg->metrics, err, errlen)) <
-		 0)) {
+	     (rc = ss_metrics_start(ws->metrics, &src, loop, cfg->metrics, err, errlen)) < 0)) {
 		if (!ws->metrics) {
 			snprintf(err, errlen, "out of memory");
 			rc = -ENOMEM;
@@ -159,22 +177,18 @@ void ss_workers_forked(ss_workers_t *ws)
 
 int ss_workers_start(ss_workers_t *ws, char *err, size_t errlen)
 {
-	sigset_t all, old;
 	int rc = 0;
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
 	for (unsigned i = 0; i < ws->n && rc == 0; i++) {
 		if (!ws->w[i].threaded)
 			continue;
-		rc = -pthread_create(&ws->w[i].thread, NULL, workers_run, &ws->w[i]);
+		rc = ss_workers_thread_start(&ws->w[i].thread, workers_run, &ws->w[i]);
 		if (rc == 0)
 			ws->w[i].running = true;
 		else
 			snprintf(err, errlen, "cannot start worker %u: %s", ws->w[i].index,
 				 strerror(-rc));
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc < 0) {
 		ss_workers_stop(ws);
 		ss_workers_join(ws);

@@ -77,6 +77,13 @@ void ss_workers_join(ss_workers_t *ws);
  * (threads joined). Safe on a zeroed ss_workers_t. */
 void ss_workers_destroy(ss_workers_t *ws);
 
+/* A worker's thread (ss-server's or ss-manager's), first thing: named
+ * ss-worker-INDEX (top -H, the tests) and its log lines marked with index. */
+void ss_workers_thread_begin(unsigned index);
+/* Starts fn(arg) on a thread (*t) with every signal blocked in it: the
+ * main thread takes SIGINT, SIGTERM, SIGHUP and SIGCHLD. 0 or -errno. */
+int ss_workers_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
 /* At -v, what a worker's instance relayed (its connections and bytes each
  * way), for the log that tells workers apart. */
 void ss_workers_log_stats(const ss_instance_t *inst);

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 """Idle ports: our ss-manager serving N ports in one process against
 shadowsocks-libev's ss-manager starting one ss-server per port. Reports the
-resident memory (the manager and, for libev, its ss-server children summed)
-and the CPU time all of them spend over an idle interval. Loopback only.
+resident memory (the manager and, for libev, its ss-server children summed),
+the CPU time all of them spend over an idle interval, and how long an add
+takes to be answered (its state file written included). Loopback only.
 
     /usr/bin/python3 tests/bench/manager_idle.py --ours build --ports 1000 --idle 60
 """
@@ -85,10 +86,14 @@ def run(name, argv, ports, idle, method):
                     time.sleep(0.1)
             added = 0
             base = 20000
+            took = []
             for i in range(ports):
+                t0 = time.monotonic()
                 reply = ask(s, control, 'add: {"server_port": %d, "password": "pw%d"}'
                             % (base + i, i))
+                took.append(time.monotonic() - t0)
                 added += reply == "ok"
+            took.sort()
             time.sleep(3)  # children start, lazy pages settle
             pids = tree(p.pid, work)
             rss = rss_kib(pids)
@@ -98,7 +103,8 @@ def run(name, argv, ports, idle, method):
             c1 = cpu(pids)
             return {"impl": name, "ports": added, "processes": len(pids), "rss_mib": rss / 1024,
                     "rss_kib_per_port": rss / max(added, 1),
-                    "cpu_s": c1 - c0, "idle_s": idle}
+                    "cpu_s": c1 - c0, "idle_s": idle,
+                    "add_ms_median": 1000 * took[len(took) // 2] if took else 0}
         finally:
             for pid in reversed(tree(p.pid, work)):
                 try:
@@ -129,13 +135,13 @@ def main():
         r = run(impl, argv, a.ports, a.idle, a.method)
         results.append(r)
         print(json.dumps(r), flush=True)
-    print("\n| impl | ports | processes | RSS (MiB) | RSS per port (KiB) | CPU over %.0f s idle |"
-          % a.idle)
-    print("|---|---|---|---|---|---|")
+    print("\n| impl | ports | processes | RSS (MiB) | RSS per port (KiB) | CPU over %.0f s idle "
+          "| add (median) |" % a.idle)
+    print("|---|---|---|---|---|---|---|")
     for r in results:
-        print("| %s | %d | %d | %.1f | %.0f | %.2f s |" % (
+        print("| %s | %d | %d | %.1f | %.0f | %.2f s | %.1f ms |" % (
             r["impl"], r["ports"], r["processes"], r["rss_mib"], r["rss_kib_per_port"],
-            r["cpu_s"]))
+            r["cpu_s"], r["add_ms_median"]))
 
 
 if __name__ == "__main__":

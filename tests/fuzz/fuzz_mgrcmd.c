@@ -3,7 +3,8 @@
  * input is one datagram. A command that parses has a verb; an add has a
  * port, a password, key or users, and fields that are all printable text,
  * which written back as an add parse to the same port and fields; a remove
- * has a port; add_user and remove_user a port and a user with a name. One that does not parse
+ * has a port; add_user and remove_user a port and a user with a name;
+ * stat_users nothing but maybe a port. One that does not parse
  * leaves nothing allocated and an error of one line. */
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -79,6 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 cJSON_GetObjectItemCaseSensitive(cmd.user, "key"));
 		break;
 	}
+	case SS_MGR_STAT_USERS:
+		FZ_CHECK(cmd.fields == NULL && cmd.user == NULL);
+		break;
 	case SS_MGR_LIST:
 	case SS_MGR_PING:
 	case SS_MGR_STAT:

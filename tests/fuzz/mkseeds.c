@@ -169,6 +169,8 @@ static void parsers(void)
 	put_text("fuzz_mgrcmd", "list", "list");
 	put_text("fuzz_mgrcmd", "ping", "ping\n");
 	put_text("fuzz_mgrcmd", "stat", "stat: {\"8388\": 11}");
+	put_text("fuzz_mgrcmd", "stat_users", "stat_users");
+	put_text("fuzz_mgrcmd", "stat_users_port", "stat_users: {\"server_port\": 8388}");
 }
 
 static void config(void)

@@ -7,6 +7,7 @@ allowed and ACLs outside acl_dir are refused without harm."""
 
 import json
 import os
+import re
 import socket
 import stat
 import time
@@ -96,11 +97,15 @@ def relay_ok(client, echo, nbytes=20000):
 
 
 def refused(port):
+    """Whether a connection to port is refused now; one reset (accepted
+    into the backlog of a listener that closed meanwhile) is not yet."""
     try:
         socket.create_connection((sslib.LOOPBACK4, port), timeout=1).close()
         return False
     except ConnectionRefusedError:
         return True
+    except ConnectionResetError:
+        return False
 
 
 def two_ports(ss, c, echo):
@@ -553,3 +558,84 @@ def test_sighup_reads_the_file_again(ss, tmp_path, echo):
     assert set(c.ping()) == {p1, p2, p3}
     relay_ok(client1, echo)
     open_conn.close()
+
+
+def worker_of(mgr, port):
+    """The worker the manager's log says serves port ("port N added, on
+    worker K")."""
+    m = re.search(r"port %d added, on worker (\d+)" % port, mgr.stderr())
+    assert m, mgr.describe()
+    return int(m.group(1))
+
+
+def thread_names(pid):
+    names = []
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass
+    return names
+
+
+def test_ports_on_two_workers(ss, tmp_path, echo):
+    """--workers 2: the ports are spread over the main loop and a thread,
+    each relays; a port of the thread takes add_user and remove_user (the
+    removed user's open connection ends there), then is removed; SIGHUP
+    and SIGTERM work with the thread running."""
+    mgr, c = start_manager(ss, tmp_path, udp_control(), extra=["--workers", "2"])
+    assert "ss-worker-1" in thread_names(mgr.pid), thread_names(mgr.pid)
+    method = METHODS[0]
+    pw = {n: sslib.random_password() for n in ("alice", "bob", "carol")}
+    plain = {}
+    users_port = None
+    for i in range(4):
+        port = sslib.free_port()
+        if i % 2:
+            users = [{"name": n, "password": pw[n]} for n in ("alice", "bob")]
+            assert c.ask("add: " + json.dumps({"server_port": port, "method": method,
+                                               "users": users})) == "ok"
+            if worker_of(mgr, port) == 1:
+                users_port = port
+        else:
+            plain[port] = sslib.random_password()
+            assert c.add(port, plain[port], method) == "ok"
+    workers = [worker_of(mgr, p) for p in c.list()]
+    assert sorted(workers) == [0, 0, 1, 1], workers
+    assert users_port is not None, mgr.describe()
+
+    for port, password in plain.items():
+        relay_ok(client_for(ss, port, password, method), echo)
+    clients = {n: user_client(ss, users_port, method, pw[n]) for n in pw}
+    assert relays(clients["alice"], echo) and relays(clients["bob"], echo)
+    assert not relays(clients["carol"], echo)
+    open_bob = sslib.socks5_connect(clients["bob"].addr, *echo.addr)
+    sslib.echo_check(open_bob, os.urandom(1000))
+
+    add = {"server_port": users_port, "name": "carol", "password": pw["carol"]}
+    assert c.ask("add_user: " + json.dumps(add)) == "ok"
+    assert relays(clients["carol"], echo), mgr.describe()
+    assert c.ask('remove_user: {"server_port": %d, "name": "bob"}' % users_port) == "ok"
+    st, _ = sslib.wait_closed(open_bob, sslib.T(5))
+    assert st != "open", "the removed user's connection goes on"
+    open_bob.close()
+    assert not relays(clients["bob"], echo)
+    assert relays(clients["alice"], echo)
+
+    os.kill(mgr.pid, 1)
+    assert sslib.wait_for(lambda: "configuration reloaded" in mgr.stderr(), sslib.T(5)), \
+        mgr.describe()
+    assert relays(clients["carol"], echo)
+
+    # Removed from the thread's loop: it closes there, the rest go on.
+    assert c.remove(users_port) == "ok"
+    assert sslib.wait_for(lambda: refused(users_port), sslib.T(3)), mgr.describe()
+    for port, password in plain.items():
+        relay_ok(client_for(ss, port, password, method), echo)
+    # The next port goes to the worker with the fewest: the thread again.
+    port = sslib.free_port()
+    assert c.add(port, "pw", method) == "ok" and worker_of(mgr, port) == 1
+    relay_ok(client_for(ss, port, "pw", method), echo)
+    assert sslib.wait_for(lambda: c.ping()[port] >= 40000, sslib.T(3)), c.ping()
+    assert mgr.terminate() == 0, mgr.describe()

@@ -12,20 +12,12 @@ import os
 import socket
 import time
 
-import pytest
-
 import sslib
 import ssudp
 from sslib import T, wait_for
-
-parser = pytest.importorskip("prometheus_client.parser")
+from ssmetrics import get as _get, samples as _samples, scrape_through, value as _v
 
 METHOD = "aes-256-gcm"
-
-
-_get = sslib.metrics_get
-_samples = sslib.metrics_samples
-_v = sslib.metric
 
 
 def _server(ss, extra=()):
@@ -154,15 +146,7 @@ def test_metrics_are_no_target(ss, echo):
     server, mport = _server(ss)
     client = ss.local(server)
     for host in (sslib.LOOPBACK4, "0.0.0.0"):
-        s, rep = sslib.socks5_open(client.addr, host, mport)
-        with s:
-            if rep == 0:
-                try:
-                    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-                except OSError:
-                    pass
-                state, data = sslib.wait_closed(s, T(3))
-                assert data == b"", data
+        scrape_through(client.addr, host, mport)
     m = _samples(mport)
     assert _v(m, "ss_refused_total", port=server.port, reason="blocked") == 2
     # Other targets still go.

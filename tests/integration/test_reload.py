@@ -13,6 +13,7 @@ import time
 import pytest
 
 import sslib
+import ssmetrics
 import ssudp
 from sslib import T
 
@@ -253,10 +254,10 @@ def test_reload_that_cannot_listen_keeps_every_listener(procs, ss, echo, tmp_pat
 # What carries over a reload: the figures and the replay records.
 
 def _scrape(mport, port):
-    m = sslib.metrics_samples(mport)
+    m = ssmetrics.samples(mport)
 
     def v(name, **labels):
-        return sslib.metric(m, name, port=port, **labels)
+        return ssmetrics.value(m, name, port=port, **labels)
     return v
 
 

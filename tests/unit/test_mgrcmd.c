@@ -47,6 +47,30 @@ static void test_verbs(void **state)
 	assert_int_equal(ss_mgr_cmd_parse("ping\0\0", 6, &cmd, err, sizeof(err)), 0);
 }
 
+/* stat_users: every port, or the one it names. */
+static void test_stat_users(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("stat_users\n"), 0);
+	assert_int_equal(cmd.verb, SS_MGR_STAT_USERS);
+	assert_int_equal(cmd.port, 0);
+	assert_int_equal(parse("stat_users: {\"server_port\": \"8388\"}"), 0);
+	assert_int_equal(cmd.verb, SS_MGR_STAT_USERS);
+	assert_int_equal(cmd.port, 8388);
+	assert_null(cmd.fields);
+	assert_null(cmd.user);
+	/* Not libev's stat, which an ss-server sends. */
+	assert_int_equal(parse("stat: {\"8388\": 5}"), 0);
+	assert_int_equal(cmd.verb, SS_MGR_STAT);
+	assert_int_not_equal(parse("stat_users: {}"), 0);
+	assert_int_not_equal(parse("stat_users: {\"server_port\": 0}"), 0);
+	assert_int_not_equal(parse("stat_users:"), 0);
+	assert_int_not_equal(parse("stat_usersx"), 0);
+	assert_int_not_equal(parse("stat_users {\"server_port\": 1}"), 0);
+	assert_int_not_equal(parse("bogus"), 0);
+	assert_non_null(strstr(err, "stat_users"));
+}
+
 static void test_add_fields(void **state)
 {
 	(void)state;
@@ -177,6 +201,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_verbs),
+	    cmocka_unit_test(test_stat_users),
 	    cmocka_unit_test(test_add_fields),
 	    cmocka_unit_test(test_text_fields_read_back),
 	    cmocka_unit_test(test_users),

@@ -177,6 +177,109 @@ static void test_chain_carries(void **state)
 	ss_config_clear(&cfg);
 }
 
+/* A configuration of ss-server with the users named in names (comma
+ * separated), for the figures' layout. */
+static ss_config_t *users_config(const char *names)
+{
+	char json[512], *w = json;
+	ss_config_t *c;
+
+	w += sprintf(w, "{\"server\": \"127.0.0.1\", \"server_port\": 8388, "
+			"\"method\": \"aes-256-gcm\", \"users\": [");
+	for (const char *n = names; *n;) {
+		size_t len = strcspn(n, ",");
+		w += sprintf(w, "%s{\"name\": \"%.*s\", \"password\": \"p%.*s\"}",
+			     n == names ? "" : ", ", (int)len, n, (int)len, n);
+		n += len + (n[len] == ',');
+	}
+	sprintf(w, "]}");
+	assert_int_equal(ss_config_new(SS_PROG_SERVER, &c), 0);
+	if (ss_config_load_json(c, json, err, sizeof(err)) < 0 ||
+	    ss_config_validate(c, err, sizeof(err)) < 0)
+		fail_msg("config: %s", err);
+	return c;
+}
+
+typedef struct {
+	char user[8][SS_USER_NAME_MAX];
+	uint64_t up[8];
+	size_t n;
+} lines_t;
+
+static void line_cb(void *ctx, const ss_fig_line_t *line)
+{
+	lines_t *t = ctx;
+
+	assert_true(t->n < 8);
+	assert_int_equal(line->port, 8388);
+	assert_int_equal(line->first, t->n == 0);
+	snprintf(t->user[t->n], sizeof(t->user[0]), "%s", line->user);
+	t->up[t->n++] = line->s->bytes[0];
+}
+
+/* The lines of sh, as "user=up user=up ...". */
+static const char *lines_of(const ss_shared_t *sh)
+{
+	static char out[256];
+	lines_t t = {0};
+	size_t n = 0;
+
+	ss_shared_lines(sh, line_cb, &t);
+	out[0] = 0;
+	for (size_t i = 0; i < t.n; i++)
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%s=%llu", i ? " " : "",
+				      t.user[i], (unsigned long long)t.up[i]);
+	return out;
+}
+
+static void user_bytes(ss_shared_t *sh, unsigned worker, size_t user, uint64_t n)
+{
+	ss_fig_add(&ss_figures_row(&sh->fig[worker], &sh->fig_layout, 0, user)->bytes[0], n);
+}
+
+/* A reload of prev to cfg: the next object's worker counts n bytes for
+ * its user 2; its lines are want while prev serves and once it is freed,
+ * the port's total up. */
+static ss_shared_t *reload_step(ss_shared_t *prev, ss_config_t *cfg, uint64_t n, const char *want,
+				uint64_t total)
+{
+	ss_shared_t *sh;
+	ss_fig_sum_t s;
+
+	assert_int_equal(ss_shared_create_after(cfg, 1, NULL, prev, &sh, err, sizeof(err)), 0);
+	user_bytes(sh, 0, 2, n);
+	assert_string_equal(lines_of(sh), want);
+	ss_shared_free(prev);
+	assert_string_equal(lines_of(sh), want);
+	ss_shared_figures(sh, 0, SS_FIG_PORT_ALL, &s);
+	assert_int_equal(s.bytes[0], total);
+	return sh;
+}
+
+/* A removed user keeps a line of its own: from the object that had it
+ * while it serves, by name once it is freed, and a user added back goes
+ * on from what it counted. */
+static void test_lines_keep_removed_users(void **state)
+{
+	ss_config_t *ab = users_config("ann,bo"), *ac = users_config("ann,cy"),
+		    *ab2 = users_config("ann,bo");
+	ss_shared_t *a, *b, *c;
+	(void)state;
+
+	assert_int_equal(ss_shared_create(ab, 2, NULL, &a, err, sizeof(err)), 0);
+	user_bytes(a, 0, 1, 10);
+	user_bytes(a, 1, 2, 20);
+	user_bytes(a, 1, 0, 1);
+	assert_string_equal(lines_of(a), "=1 ann=10 bo=20");
+	b = reload_step(a, ac, 5, "=1 ann=10 cy=5 bo=20", 36);
+	/* bo back, cy gone: bo goes on, cy keeps its line. */
+	c = reload_step(b, ab2, 1, "=1 ann=10 bo=21 cy=5", 37);
+	ss_shared_free(c);
+	ss_config_free(ab);
+	ss_config_free(ac);
+	ss_config_free(ab2);
+}
+
 static void wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	(void)loop;
@@ -296,9 +399,13 @@ static void test_hand_off_threads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_create),           cmocka_unit_test(test_unvalidated),
-	    cmocka_unit_test(test_lighter),          cmocka_unit_test(test_hand_off),
-	    cmocka_unit_test(test_hand_off_threads), cmocka_unit_test(test_chain_carries),
+	    cmocka_unit_test(test_create),
+	    cmocka_unit_test(test_unvalidated),
+	    cmocka_unit_test(test_lighter),
+	    cmocka_unit_test(test_hand_off),
+	    cmocka_unit_test(test_hand_off_threads),
+	    cmocka_unit_test(test_chain_carries),
+	    cmocka_unit_test(test_lines_keep_removed_users),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
