@@ -204,6 +204,15 @@ struct ss_config {
 	 * never a path or a command line (as a URL's: ss_url_plugin_name_ok).
 	 * Set by ss-manager for a plugin a port was added with. */
 	bool plugin_name_only;
+	/* ss-local's DNS relay (relay/dns.h). --dns / "dns": where it answers,
+	 * over UDP and TCP (have_dns false: no relay). --remote-dns /
+	 * "remote_dns": the name server asked through the server, an address
+	 * or a name the server looks up (default 8.8.8.8:53). --local-dns /
+	 * "local_dns": the one asked directly, an address (default: the first
+	 * name server of /etc/resolv.conf, read when the relay starts). Each
+	 * port defaults to 53. */
+	ss_addr_t dns_addr, remote_dns, local_dns;
+	bool have_dns, have_remote_dns, have_local_dns;
 	/* --print-url (ss-server): print the ss:// URLs clients need and exit.
 	 * The password text is then kept (for the URLs) until ss_config_clear. */
 	bool print_url;
@@ -248,7 +257,7 @@ struct ss_config {
 	char socks_user[SS_SOCKS5_FIELD_MAX + 1];
 	char socks_pass[SS_SOCKS5_FIELD_MAX + 1];
 	char socks_users_file[4096];
-	uint32_t cli_set;
+	uint64_t cli_set;
 	/* Unknown keys of the file that look like a slip for a known key the
 	 * file does not set ("sever_port" for "server_port"): a message that
 	 * the known key is missing names the slip too. known points into the

@@ -44,14 +44,17 @@ typedef enum {
 	SS_CF_SOCKS_AUTH, /* the SOCKS5 users: the command line's replace the file's */
 	SS_CF_TCP_TPROXY,
 	SS_CF_WORKERS,
+	SS_CF_DNS,
+	SS_CF_REMOTE_DNS,
+	SS_CF_LOCAL_DNS,
 	SS_CF_COUNT,
 } ss_cfg_field_t;
 
-_Static_assert(SS_CF_COUNT <= 32, "cli_set has 32 bits");
+_Static_assert(SS_CF_COUNT <= 64, "cli_set has 64 bits");
 
-static inline uint32_t ss_cfg_bit(ss_cfg_field_t f)
+static inline uint64_t ss_cfg_bit(ss_cfg_field_t f)
 {
-	return UINT32_C(1) << f;
+	return UINT64_C(1) << f;
 }
 
 /* Writes one line to err; returns -EINVAL so callers can `return ss_cfg_err(...)`. */
@@ -79,6 +82,13 @@ int ss_cfg_host_port(const char *text, ss_host_port_t *hp, const char *name, cha
 
 /* "host:port" or "[v6]:port" into an address; the port is required. */
 int ss_cfg_tunnel(const char *text, ss_addr_t *a, const char *name, char *err, size_t errlen);
+
+/* A name server's address for the DNS relay: "addr", "addr:port",
+ * "v6literal" or "[v6]:port", the port 53 when not given; a name too when
+ * name_ok (one the server looks up). 0 or -EINVAL with err naming the
+ * setting. */
+int ss_cfg_dns_addr(const char *text, bool name_ok, ss_addr_t *a, const char *name, char *err,
+		    size_t errlen);
 
 /* Sets the method by name, passing the lookup's message through. */
 int ss_cfg_method(ss_config_t *cfg, const char *name, char *err, size_t errlen);
