@@ -157,8 +157,8 @@ static void dns_query_free(ss_dns_t *d, ss_dns_query_t *q)
 		ss_dns_up_close(d, &d->ups[q->up]);
 	ev_timer_stop(d->loop, &q->timer);
 	q->used = false;
-	q->next_free = (int)(q - d->queries);
-	d->free_query = q->next_free;
+	q->next_free = d->free_query;
+	d->free_query = (int)(q - d->queries);
 	d->in_flight--;
 }
 

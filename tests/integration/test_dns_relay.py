@@ -90,6 +90,23 @@ class NameServer:
     in full); names in `silent` are never answered. `asked` records
     (transport, name, pid of the asking socket among `pids`)."""
 
+    @staticmethod
+    def free_port():
+        """A loopback port free for both UDP and TCP."""
+        for _ in range(50):
+            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                u.bind((sslib.LOOPBACK4, 0))
+                t.bind((sslib.LOOPBACK4, u.getsockname()[1]))
+                return u.getsockname()[1]
+            except OSError:
+                continue
+            finally:
+                u.close()
+                t.close()
+        raise sslib.SetupError("no port free for UDP and TCP")
+
     def __init__(self, address, ttl=300):
         self.address = address
         self.addresses = {}
@@ -99,12 +116,18 @@ class NameServer:
         self.pids = []
         self.asked = []
         self.lock = threading.Lock()
-        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.udp.bind((sslib.LOOPBACK4, 0))
-        self.port = self.udp.getsockname()[1]
-        self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.tcp.bind((sslib.LOOPBACK4, self.port))
+        for _ in range(50):  # one port for both, free for TCP as well
+            self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.udp.bind((sslib.LOOPBACK4, 0))
+            self.port = self.udp.getsockname()[1]
+            self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                self.tcp.bind((sslib.LOOPBACK4, self.port))
+                break
+            except OSError:
+                self.udp.close()
+                self.tcp.close()
         self.tcp.listen(64)
         self.udp.settimeout(0.2)
         self.tcp.settimeout(0.2)
@@ -214,7 +237,7 @@ def start(ss, tmp_path, remote, local, acl=None, udp=True, extra=()):
     server, client)."""
     mode = ["-u"] if udp else []
     server = ss.server(extra=mode)
-    port = sslib.free_port()
+    port = NameServer.free_port()
     args = ["--dns", "127.0.0.1:%d" % port, "--remote-dns", remote.addr,
             "--local-dns", local.addr] + mode + list(extra)
     if acl is not None:
@@ -463,6 +486,35 @@ def relay_udp_ports(pid, skip):
     return ports
 
 
+def test_queries_at_once(ss, tmp_path, servers):
+    """Queries in flight together, over both paths, each answered with its
+    own id and its own name's address; again once the association through
+    the server has ended and another took its place."""
+    remote, local = servers
+    remote.ttl = local.ttl = 0
+    for i in range(40):
+        (local if i % 2 else remote).addresses["n%d.%s" % (i, "bypass.test" if i % 2 else
+                                                           "test")] = "10.1.0.%d" % i
+    dns, _, _ = start(ss, tmp_path, remote, local, acl=ACL, extra=["--udp-timeout", "1"])
+    for _ in range(2):
+        socks = []
+        try:
+            for i in range(40):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                s.settimeout(sslib.T(6))
+                socks.append(s)
+                name = "n%d.%s" % (i, "bypass.test" if i % 2 else "test")
+                s.sendto(make_query(name, 100 + i), dns)
+            for i, s in enumerate(socks):
+                a = parse_answer(s.recv(65536))
+                assert a[0] == 100 + i and address_of(a) == ["10.1.0.%d" % i]
+        finally:
+            for s in socks:
+                s.close()
+        time.sleep(2.5)
+    assert len(remote.names()) == len(local.names()) == 40
+
+
 def test_queries_in_flight_are_bounded(ss, tmp_path, servers):
     """A flood of queries no name server answers: at most the table's worth
     are asked (and answered SERVFAIL when time runs out), the rest dropped;
@@ -491,7 +543,7 @@ def test_queries_in_flight_are_bounded(ss, tmp_path, servers):
             servfail += 1
             s.settimeout(1.5)
         assert 0 < servfail <= 256
-        asked = set(remote.names())
+        asked = set(remote.names()) - {"warm.test"}
         assert 0 < len(asked) <= 256
     finally:
         s.close()
@@ -510,3 +562,20 @@ def test_settings_are_checked(ss, tmp_path):
     assert rc == 1 and "--local-dns must be an IP address" in p.output()
     rc, p = ss.run("ss-tunnel", base + ["-L", "1.1.1.1:53", "--dns", "127.0.0.1:5353"])
     assert rc == 1 and "for ss-local" in p.output()
+
+
+def test_workers_and_reload(ss, tmp_path, servers):
+    """With --workers the relay runs on the first worker; a reload (SIGHUP)
+    keeps its port answering, the new workers' relay taking its sockets."""
+    import signal
+    remote, local = servers
+    dns, _, client = start(ss, tmp_path, remote, local, acl=ACL, udp=False,
+                           extra=["--workers", "2"])
+    assert address_of(ask(dns, "w1.test")[0]) == ["10.0.0.1"]
+    assert address_of(ask_tcp(dns, ["w2.bypass.test"])[0]) == ["10.0.0.2"]
+    os.kill(client.program.pid, signal.SIGHUP)
+    sslib.wait_for(lambda: "configuration reloaded" in client.program.output(), sslib.T(10))
+    for i in range(20):
+        assert address_of(ask(dns, "after%d.test" % i)[0]) == ["10.0.0.1"]
+    assert address_of(ask_tcp(dns, ["after.bypass.test"])[0]) == ["10.0.0.2"]
+    assert client.program.output().count("DNS relay on") == 2
