@@ -15,6 +15,7 @@ import time
 import pytest
 
 import sslib
+import ssudp
 
 # ---------------------------------------------------------------------------
 # DNS messages, as much as the tests need
@@ -57,27 +58,10 @@ def parse_answer(msg):
 
 def socket_owner(port, kind, pids):
     """Which of pids has a socket bound to loopback port (UDP or TCP)."""
-    want = set()
-    table = "udp" if kind == "udp" else "tcp"
-    for name in (table, table + "6"):
-        try:
-            with open("/proc/net/" + name) as f:
-                next(f)
-                for line in f:
-                    fields = line.split()
-                    if int(fields[1].rsplit(":", 1)[1], 16) == port:
-                        want.add(fields[9])
-        except OSError:
-            continue
     for pid in pids:
         try:
-            for fd in os.listdir("/proc/%d/fd" % pid):
-                try:
-                    link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-                except OSError:
-                    continue
-                if link.startswith("socket:[") and link[8:-1] in want:
-                    return pid
+            if port in ssudp.bound_ports(pid, kind):
+                return pid
         except OSError:
             continue
     return None
@@ -466,24 +450,8 @@ def test_stray_answers_are_dropped(ss, tmp_path, servers):
 
 
 def relay_udp_ports(pid, skip):
-    """The loopback UDP ports pid's sockets are bound to, but skip."""
-    inodes = set()
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-        except OSError:
-            continue
-        if link.startswith("socket:["):
-            inodes.add(link[8:-1])
-    ports = set()
-    with open("/proc/net/udp") as f:
-        next(f)
-        for line in f:
-            fields = line.split()
-            port = int(fields[1].rsplit(":", 1)[1], 16)
-            if fields[9] in inodes and port != skip:
-                ports.add(port)
-    return ports
+    """The UDP ports pid's sockets are bound to, but skip."""
+    return ssudp.bound_ports(pid, "udp") - {skip}
 
 
 def test_queries_at_once(ss, tmp_path, servers):
