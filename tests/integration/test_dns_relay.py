@@ -530,6 +530,10 @@ def test_settings_are_checked(ss, tmp_path):
     assert rc == 1 and "--local-dns must be an IP address" in p.output()
     rc, p = ss.run("ss-tunnel", base + ["-L", "1.1.1.1:53", "--dns", "127.0.0.1:5353"])
     assert rc == 1 and "for ss-local" in p.output()
+    rc, p = ss.run("ss-local", base + ["--dns", "127.0.0.1:5353", "--local-dns", "192.0.2.1",
+                                       "--check"])
+    assert rc == 0 and ("DNS relay: 127.0.0.1:5353, proxied names to 8.8.8.8:53, the others "
+                        "to 192.0.2.1:53") in p.output()
 
 
 def test_workers_and_reload(ss, tmp_path, servers):
