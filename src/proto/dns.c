@@ -8,6 +8,15 @@
  * pointer leads to an earlier offset, so a chain ends anyway, but a
  * message need never have more than a name's labels. */
 #define DNS_HOPS_MAX 128
+/* Records whose TTLs ss_dns_age lowers, at most: more than a message of
+ * the cache's slot size can hold (each takes 11 bytes at least). */
+#define DNS_AGE_MAX 1024
+
+/* What a walk over a message keeps of where the TTLs are (NULL: nothing). */
+typedef struct dns_ttls {
+	uint16_t at[DNS_AGE_MAX];
+	size_t n;
+} dns_ttls_t;
 
 static uint16_t get16(const uint8_t *p)
 {
@@ -27,12 +36,12 @@ static void put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-/* The name at *off, within p[0..end) where it sits (a record's data) and
- * p[0..n) where its pointers may lead: *off moves past it as written (a
- * pointer ends it), and out (may be NULL) gets it expanded, lowercased, in
- * wire form (*out_len bytes). SS_OK or SS_ERR. */
-static int dns_name(const uint8_t *p, size_t n, size_t end, size_t *off, uint8_t *out,
-		    uint8_t *out_len)
+/* The name at *off, within p[0..end) where it sits (the message, or a
+ * record's data): *off moves past it as written (a pointer ends it), and
+ * out (may be NULL) gets it expanded, lowercased, in wire form (*out_len
+ * bytes). A pointer leads back to labels that end before it. SS_OK or
+ * SS_ERR. */
+static int dns_name(const uint8_t *p, size_t end, size_t *off, uint8_t *out, uint8_t *out_len)
 {
 	size_t pos = *off, total = 0, lim = end;
 	unsigned hops = 0;
@@ -46,13 +55,15 @@ static int dns_name(const uint8_t *p, size_t n, size_t end, size_t *off, uint8_t
 			if (pos + 2 > lim || ++hops > DNS_HOPS_MAX)
 				return SS_ERR;
 			size_t to = (size_t)(l & 0x3f) << 8 | p[pos + 1];
-			if (to >= pos)
+			/* Back to a name that lies wholly before this pointer,
+			 * never in the header (which a reply rewrites). */
+			if (to >= pos || to < SS_DNS_HEADER_LEN)
 				return SS_ERR;
 			if (!jumped)
 				*off = pos + 2;
 			jumped = true;
+			lim = pos;
 			pos = to;
-			lim = n;
 			continue;
 		}
 		if (l & 0xc0)
@@ -103,25 +114,25 @@ static void dns_text(ss_dns_question_t *q)
 
 /* A SOA record's data at p[off..end): MNAME, RNAME, then five numbers, of
  * which MINIMUM is the last. */
-static int dns_soa_minimum(const uint8_t *p, size_t n, size_t off, size_t end, uint32_t *min)
+static int dns_soa_minimum(const uint8_t *p, size_t off, size_t end, uint32_t *min)
 {
-	if (dns_name(p, n, end, &off, NULL, NULL) != SS_OK ||
-	    dns_name(p, n, end, &off, NULL, NULL) != SS_OK || off + 20 != end)
+	if (dns_name(p, end, &off, NULL, NULL) != SS_OK ||
+	    dns_name(p, end, &off, NULL, NULL) != SS_OK || off + 20 != end)
 		return SS_ERR;
 	*min = get32(p + off + 16);
 	return SS_OK;
 }
 
 /* One record at *off of section sec (0 answer, 1 authority, 2 additional):
- * noted in m, its TTL aged in w when w is not NULL. */
-static int dns_record(uint8_t *w, const uint8_t *p, size_t n, size_t *off, int sec, ss_dns_msg_t *m,
-		      uint32_t age)
+ * noted in m, where its TTL is in ttls when ttls is not NULL. */
+static int dns_record(const uint8_t *p, size_t n, size_t *off, int sec, ss_dns_msg_t *m,
+		      dns_ttls_t *ttls)
 {
 	size_t at;
 	uint16_t type, rdlen;
 	uint32_t ttl;
 
-	if (dns_name(p, n, n, off, NULL, NULL) != SS_OK || *off + 10 > n)
+	if (dns_name(p, n, off, NULL, NULL) != SS_OK || *off + 10 > n)
 		return SS_ERR;
 	at = *off;
 	type = get16(p + at);
@@ -140,8 +151,11 @@ static int dns_record(uint8_t *w, const uint8_t *p, size_t n, size_t *off, int s
 	}
 	if (ttl > INT32_MAX)
 		ttl = 0; /* RFC 2181 8: such a TTL means zero */
-	if (w)
-		put32(w + at + 4, ttl > age ? ttl - age : 0);
+	if (ttls) {
+		if (ttls->n == DNS_AGE_MAX)
+			return SS_ERR;
+		ttls->at[ttls->n++] = (uint16_t)(at + 4);
+	}
 	if (sec == 0) {
 		if (ttl < m->answer_ttl)
 			m->answer_ttl = ttl;
@@ -155,7 +169,7 @@ static int dns_record(uint8_t *w, const uint8_t *p, size_t n, size_t *off, int s
 		}
 	} else if (sec == 1 && type == SS_DNS_TYPE_SOA && !m->has_soa) {
 		uint32_t min;
-		if (dns_soa_minimum(p, n, at + 10, *off, &min) != SS_OK)
+		if (dns_soa_minimum(p, at + 10, *off, &min) != SS_OK)
 			return SS_ERR;
 		m->has_soa = true;
 		m->soa_ttl = ttl < min ? ttl : min;
@@ -163,12 +177,12 @@ static int dns_record(uint8_t *w, const uint8_t *p, size_t n, size_t *off, int s
 	return SS_OK;
 }
 
-static int dns_walk(uint8_t *w, const uint8_t *p, size_t n, ss_dns_msg_t *m, uint32_t age)
+static int dns_walk(const uint8_t *p, size_t n, ss_dns_msg_t *m, dns_ttls_t *ttls)
 {
 	size_t off = SS_DNS_HEADER_LEN;
 
 	memset(m, 0, offsetof(ss_dns_msg_t, addrs));
-	if (n < SS_DNS_HEADER_LEN)
+	if (n < SS_DNS_HEADER_LEN || n > UINT16_MAX)
 		return SS_ERR;
 	m->id = get16(p);
 	m->flags = get16(p + 2);
@@ -179,7 +193,7 @@ static int dns_walk(uint8_t *w, const uint8_t *p, size_t n, ss_dns_msg_t *m, uin
 	m->answer_ttl = UINT32_MAX;
 	if (m->qdcount != 1)
 		return SS_ERR;
-	if (dns_name(p, n, n, &off, m->q.name, &m->q.name_len) != SS_OK || off + 4 > n)
+	if (dns_name(p, n, &off, m->q.name, &m->q.name_len) != SS_OK || off + 4 > n)
 		return SS_ERR;
 	m->q.qtype = get16(p + off);
 	m->q.qclass = get16(p + off + 2);
@@ -188,7 +202,7 @@ static int dns_walk(uint8_t *w, const uint8_t *p, size_t n, ss_dns_msg_t *m, uin
 	const uint16_t counts[3] = {m->ancount, m->nscount, m->arcount};
 	for (int sec = 0; sec < 3; sec++)
 		for (unsigned i = 0; i < counts[sec]; i++)
-			if (dns_record(w, p, n, &off, sec, m, age) != SS_OK)
+			if (dns_record(p, n, &off, sec, m, ttls) != SS_OK)
 				return SS_ERR;
 	if (off != n)
 		return SS_ERR;
@@ -198,14 +212,26 @@ static int dns_walk(uint8_t *w, const uint8_t *p, size_t n, ss_dns_msg_t *m, uin
 
 int ss_dns_parse(const uint8_t *p, size_t n, ss_dns_msg_t *m)
 {
-	return dns_walk(NULL, p, n, m, 0);
+	return dns_walk(p, n, m, NULL);
 }
 
+/* The TTLs are found first and rewritten after: a name may point into
+ * bytes that a rewrite changes. */
 int ss_dns_age(uint8_t *p, size_t n, uint32_t age)
 {
 	ss_dns_msg_t m;
+	dns_ttls_t ttls;
 
-	return dns_walk(p, p, n, &m, age);
+	ttls.n = 0;
+	if (dns_walk(p, n, &m, &ttls) != SS_OK)
+		return SS_ERR;
+	for (size_t i = 0; i < ttls.n; i++) {
+		uint32_t ttl = get32(p + ttls.at[i]);
+		if (ttl > INT32_MAX)
+			ttl = 0; /* RFC 2181 8: such a TTL means zero */
+		put32(p + ttls.at[i], ttl > age ? ttl - age : 0);
+	}
+	return SS_OK;
 }
 
 bool ss_dns_same_question(const ss_dns_question_t *a, const ss_dns_question_t *b)

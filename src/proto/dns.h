@@ -89,16 +89,17 @@ typedef struct ss_dns_msg {
 	} addrs[SS_DNS_ADDRS_MAX];
 } ss_dns_msg_t;
 
-/* Parses the message p[0..n): a header, exactly one question, then
- * qdcount-1 = 0 and every record of the three sections whole, with no
- * byte after the last one. Names may be compressed (a pointer leads to an
- * earlier offset, so that no chain loops) and are at most
+/* Parses the message p[0..n) (at most 65535 bytes): a header, exactly one
+ * question, then every record of the three sections whole, with no byte
+ * after the last one. Names may be compressed (a pointer leads to an
+ * earlier offset past the header, so that no chain loops) and are at most
  * SS_DNS_NAME_MAX bytes expanded. SS_OK with *m filled, or SS_ERR. */
 int ss_dns_parse(const uint8_t *p, size_t n, ss_dns_msg_t *m);
 
-/* The same walk as ss_dns_parse over a message that parsed, taking age
- * seconds off the TTL of every record but OPT (none below 0). SS_OK or
- * SS_ERR. */
+/* Takes age seconds off the TTL of every record but OPT (none below 0) of
+ * a message that parses (SS_OK); else SS_ERR, p unchanged, also for one of
+ * more than 1024 records. A name that points into a TTL (no name server
+ * writes one) may read otherwise afterwards; the question cannot. */
 int ss_dns_age(uint8_t *p, size_t n, uint32_t age);
 
 /* Whether two questions ask the same (their names are lowercased). */

@@ -193,6 +193,25 @@ static void test_malformed(void **state)
 	check_bad(buf, sizeof(answer));
 	buf[34] = 60;
 	check_bad(buf, sizeof(answer));
+	/* A pointer into the header, and one to labels that run on past it
+	 * (the question's name made of bytes after the question). */
+	buf[34] = 4;
+	check_bad(buf, sizeof(answer));
+	memcpy(buf, query, sizeof(query));
+	buf[12] = 0xc0; /* www.Example.com as "\xc0\x0e" then 15 bytes */
+	buf[13] = 0x0e;
+	check_bad(buf, sizeof(query));
+	memcpy(buf, answer, sizeof(answer));
+	buf[34] = 30; /* labels "\x00" and one over the pointer's own bytes */
+	check_bad(buf, sizeof(answer));
+	/* An owner name pointing at a label of the record before, which runs
+	 * on over the pointer itself and the type after it. */
+	const uint8_t spans[] = {
+	    0,    1,  0x81, 0x80, 0, 1, 0, 2, 0, 0, 0, 0, 1,   'a', 0, 0, 1, 0, 1, /* 19: TXT */
+	    0,    0,  16,   0,    1, 0, 0, 0, 0, 0, 3, 6, 'x', 'y', /* 33: A, owner at 30 */
+	    0xc0, 30, 0,    1,    0, 1, 0, 0, 0, 0, 0, 4, 1,   2,   3, 4};
+	check_bad(spans, sizeof(spans));
+	memcpy(buf, answer, sizeof(answer));
 	/* A label type 01 (extended, gone). */
 	buf[33] = 0x40;
 	buf[34] = 0x0c;
