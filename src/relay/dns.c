@@ -10,7 +10,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "crypto/primitives.h"
+#include "codec/secret.h"
 #include "net/inherit.h"
 #include "relay/dns_internal.h"
 #include "relay/instance.h"
@@ -180,7 +180,7 @@ static void dns_query_id(ss_dns_t *d, ss_dns_query_t *q)
 	uint16_t id;
 
 	do
-		ss_random_bytes(&id, sizeof(id));
+		ss_secret_random(&id, sizeof(id));
 	while (dns_query_find(d, q->path, id));
 	q->up_id = id;
 	ss_dns_set_id(q->qbuf, id);

@@ -15,7 +15,7 @@ import pytest
 import sslib
 from sslib import T
 from test_alloc import Counted, counted_env
-from test_dns_relay import NameServer, make_query, parse_answer
+from test_dns_relay import NameServer, make_query, parse_answer, wait_relay
 
 UDP_TIMEOUT = 1
 ACL = "[proxy_all]\n[bypass_list]\n||bypass.test\n"
@@ -78,6 +78,7 @@ def test_no_allocations_in_the_dns_relay(ss, tmp_path, shim, udp):
         local_prog = ss.local(server, env=env, extra=mode + [
             "--dns", "127.0.0.1:%d" % port, "--remote-dns", remote.addr, "--local-dns",
             local.addr, "--acl", str(acl)])
+        wait_relay(local_prog.program.pid, port)
         counted = Counted(local_prog.program, rep)
         dns = (sslib.LOOPBACK4, port)
         for _ in range(2):

@@ -231,7 +231,15 @@ def start(ss, tmp_path, remote, local, acl=None, udp=True, extra=()):
     client = ss.local(server, extra=args)
     for ns in (remote, local):
         ns.pids = [server.program.pid, client.program.pid]
+    wait_relay(client.program.pid, port)
     return (sslib.LOOPBACK4, port), server, client
+
+
+def wait_relay(pid, port):
+    """Until process pid's relay has its sockets on port: the SOCKS5 port,
+    which starting a program waits for, listens a moment before."""
+    assert sslib.wait_for(lambda: port in ssudp.bound_ports(pid, "udp") and
+                          port in ssudp.listening_tcp_ports(pid), sslib.T(10)), port
 
 
 def ask(dns, name, qtype=1, timeout=None, qid=None):
