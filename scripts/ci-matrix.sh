@@ -68,17 +68,20 @@ job_check() {
 	done
 }
 
-# libmbedcrypto.a of Mbed TLS $MBEDTLS_VERSION, built once under
+# libmbedcrypto.a, libmbedx509.a and libmbedtls.a of Mbed TLS $MBEDTLS_VERSION, built once under
 # build-mbedtls3/ (again when the tarball is newer); position-independent,
-# since libshadowsocks-c.so links it.
+# since libshadowsocks-c.so links them.
 mbedtls_prefix() {
 	src=build-mbedtls3/mbedtls-$MBEDTLS_VERSION
 	job_check
-	if [ ! -f "$src/library/libmbedcrypto.a" ] || [ "$mbedtls_tar" -nt "$src/library/libmbedcrypto.a" ]; then
+	if [ ! -f "$src/library/libmbedtls.a" ] || [ "$mbedtls_tar" -nt "$src/library/libmbedtls.a" ]; then
 		rm -rf "$src"
 		mkdir -p build-mbedtls3
 		tar xJmf "$mbedtls_tar" -C build-mbedtls3
-		make -s -C "$src/library" -j"$JOBS" CFLAGS="-O2 -fPIC" libmbedcrypto.a >/dev/null
+		# The tarball holds ssl_debug_helpers_generated.c but not the
+		# script that makes it: -o keeps make from looking for that.
+		make -s -C "$src/library" -j"$JOBS" CFLAGS="-O2 -fPIC" -o ssl_debug_helpers_generated.c \
+			libmbedcrypto.a libmbedx509.a libmbedtls.a >/dev/null
 	fi
 	echo "$root/$src"
 }

@@ -14,6 +14,9 @@ PKGS="$PKGS iproute2 nftables"
 PKGS="$PKGS build-essential debhelper dpkg-dev fakeroot lintian strace"
 # The build matrix (scripts/ci-matrix.sh) unpacks Mbed TLS 3.6 from a .tar.xz.
 PKGS="$PKGS xz-utils"
+# The online configuration: the system's CA bundle it checks servers against,
+# and the openssl command its tests make their CA and certificates with.
+PKGS="$PKGS ca-certificates openssl"
 # The peers of the interop and plugin tests. Not every release has each
 # (Debian 13 dropped simple-obfs): those its archive lacks are named, not
 # installed, and the tests that need them fail saying so.

@@ -71,6 +71,8 @@ complete -c ss-local -l socks-users -r -F -d 'File of SOCKS5 users, name:passwor
 complete -c ss-local -l dns -x -d 'Answer DNS here, UDP and TCP (addr:port)'
 complete -c ss-local -l remote-dns -x -d 'Name server asked through the server (addr:port)'
 complete -c ss-local -l local-dns -x -d 'Name server asked directly (addr:port)'
+complete -c ss-local -c ss-tunnel -c ss-redir -l online-config -x -d 'Servers from an online configuration (SIP008) at this URL'
+complete -c ss-local -c ss-tunnel -c ss-redir -l ca-file -r -F -d 'CA certificates the online configuration'"'"'s server is checked against'
 complete -c ss-tunnel -s L -x -d 'Tunnel destination host:port'
 complete -c ss-redir -s T -l tcp-tproxy -d 'TCP arrives by TPROXY, not REDIRECT'
 complete -c ss-manager -s s -x -d 'Address the ports listen on'

@@ -62,6 +62,26 @@ int ss_codec_setup(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backen
 	return codec_setup_server(k, cfg, server, err, errlen);
 }
 
+int ss_codec_setup_after(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backend_t *be,
+			 const ss_codec_t *prev, char *err, size_t errlen)
+{
+	int rc;
+
+	ss_codec_setup_client(k, cfg->method, cfg->key, &cfg->psks, be);
+	ss_codec_priv(k)->prev = prev;
+	rc = codec_setup_server(k, cfg, true, err, errlen);
+	ss_codec_priv(k)->prev = NULL;
+	return rc;
+}
+
+bool ss_codec_keeps_records(const ss_codec_t *k, const ss_codec_t *prev)
+{
+	const ss_codec_priv_t *a = ss_codec_priv_const(k), *b = ss_codec_priv_const(prev);
+
+	return (!b->pool || a->pool == b->pool) &&
+	       (!b->udp_pool || !a->udp_pool || a->udp_pool == b->udp_pool);
+}
+
 int ss_codec_setup_shared(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto_backend_t *be,
 			  const ss_codec_t *share, char *err, size_t errlen)
 {
@@ -73,28 +93,30 @@ int ss_codec_setup_shared(ss_codec_t *k, const ss_config_t *cfg, const ss_crypto
 ss_saltpool_t *ss_codec_replay_pool(ss_codec_t *k, int i, size_t capacity, uint64_t ttl)
 {
 	ss_codec_priv_t *kp = ss_codec_priv(k);
-	ss_saltpool_t *p = &kp->own[i];
+	ss_saltpool_t *prev = NULL;
 
 	if (kp->share)
 		return i ? ss_codec_priv_const(kp->share)->udp_pool
 			 : ss_codec_priv_const(kp->share)->pool;
-	if ((ttl ? ss_saltpool_init(p, capacity, ttl) : ss_saltpool_init_fifo(p, capacity)) < 0)
-		return NULL;
-	return p;
-}
-
-void ss_codec_share_pools(ss_codec_t *k)
-{
-	ss_saltpool_share(&ss_codec_priv(k)->own[0]);
-	ss_saltpool_share(&ss_codec_priv(k)->own[1]);
+	if (kp->prev)
+		prev = i ? ss_codec_priv_const(kp->prev)->udp_pool
+			 : ss_codec_priv_const(kp->prev)->pool;
+	/* Salts are random: one seen under another key or method of the same
+	 * kind of pool is never a real client's, and is kept all the same. */
+	if (prev && ss_saltpool_is(prev, capacity, ttl))
+		kp->own[i] = ss_saltpool_ref(prev);
+	else
+		kp->own[i] = ss_saltpool_new(capacity, ttl);
+	return kp->own[i];
 }
 
 void ss_codec_free(ss_codec_t *k)
 {
 	ss_codec_priv_t *kp = ss_codec_priv(k);
 
-	ss_saltpool_free(&kp->own[0]);
-	ss_saltpool_free(&kp->own[1]);
+	ss_saltpool_unref(kp->own[0]);
+	ss_saltpool_unref(kp->own[1]);
+	kp->own[0] = kp->own[1] = NULL;
 	kp->pool = kp->udp_pool = NULL;
 	ss_2022_users_free(&kp->users);
 	ss_codec_aead_users_free(kp->aeadu);

@@ -263,13 +263,23 @@ typedef struct ss_codec_ops {
 int ss_codec_setup(ss_codec_t *k, const struct ss_config *cfg, const struct ss_crypto_backend *be,
 		   bool server, char *err, size_t errlen);
 /* As ss_codec_setup for a server, with share's replay pools instead of
- * pools of its own (share outlives k; ss_codec_share_pools made them safe
- * for threads first). */
+ * pools of its own (share outlives k). A server's pools are safe for
+ * threads: they lock themselves. */
 int ss_codec_setup_shared(ss_codec_t *k, const struct ss_config *cfg,
 			  const struct ss_crypto_backend *be, const ss_codec_t *share, char *err,
 			  size_t errlen);
-/* Lets codecs on other threads use k's replay pools. */
-void ss_codec_share_pools(ss_codec_t *k);
+/* As ss_codec_setup for a server that takes over from prev, the server
+ * codec of the configuration before a reload (it may go on serving, and
+ * may be freed before or after k): k holds prev's replay pools where they
+ * are of the kind k's own would be (SIP004's or SIP022's, and the same
+ * replay_capacity), so that what one has seen the other refuses; otherwise
+ * it makes new ones. prev is read during the call only. */
+int ss_codec_setup_after(ss_codec_t *k, const struct ss_config *cfg,
+			 const struct ss_crypto_backend *be, const ss_codec_t *prev, char *err,
+			 size_t errlen);
+/* Whether server codec k holds every replay pool of prev that it has a
+ * use for (k without UDP needs no UDP pool). */
+bool ss_codec_keeps_records(const ss_codec_t *k, const ss_codec_t *prev);
 /* A client's codec for method with key (and a 2022 method's psks), which
  * must outlive k: each server of ss-local and ss-tunnel has its own. */
 void ss_codec_setup_client(ss_codec_t *k, const struct ss_method *method, const uint8_t *key,

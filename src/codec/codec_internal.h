@@ -24,10 +24,15 @@ typedef struct ss_codec_priv {
 	 * those of datagrams that opened; SIP022: the request salts of the last
 	 * 60 s, its datagrams carrying session and packet ids instead) */
 	ss_saltpool_t *pool, *udp_pool; /* NULL: none */
-	ss_saltpool_t own[2];           /* this codec's TCP and UDP pools, if it made them */
+	/* The TCP and UDP pools this codec holds (ss_saltpool_new's, made or
+	 * taken over from prev), or NULL. */
+	ss_saltpool_t *own[2];
 	/* Another server codec whose replay pools this one uses (workers after
 	 * the first use the first's): a salt is refused whichever sees it. */
 	const struct ss_codec *share;
+	/* During setup only: the server codec of the configuration before a
+	 * reload, whose pools this one holds too where they fit. */
+	const struct ss_codec *prev;
 	ss_2022_users_t users;       /* SIP022 server with "users" */
 	struct ss_aead_users *aeadu; /* SIP004 server with "users" */
 } ss_codec_priv_t;
@@ -60,8 +65,9 @@ static inline const ss_codec_priv_t *ss_codec_priv_const(const ss_codec_t *k)
 /* server_setup's error when a salt pool cannot be reserved: -ENOMEM. */
 int ss_codec_pool_error(const ss_config_t *cfg, char *err, size_t errlen);
 /* For a server's setup: its replay pool i (0: TCP, 1: UDP), the shared
- * codec's or a new one of capacity salts kept ttl seconds (0: the last
- * capacity salts, first in first out). NULL when it cannot be reserved. */
+ * codec's, or else prev's pool i if it is of this kind, or else a new one of
+ * capacity salts kept ttl seconds (0: the last capacity salts, first in
+ * first out). NULL when it cannot be reserved. */
 ss_saltpool_t *ss_codec_replay_pool(ss_codec_t *k, int i, size_t capacity, uint64_t ttl);
 /* put_target for a codec that sends the target in front of the plaintext. */
 size_t ss_codec_target_inline(ss_codec_t *k, const ss_addr_t *target, uint8_t *lead, size_t room);

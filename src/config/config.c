@@ -543,6 +543,19 @@ int ss_cfg_plugin_carries(const ss_config_t *cfg, const char *plugin, ss_relay_m
 	return 0;
 }
 
+/* A client's plugin is one process its servers' health follows on one
+ * loop: a client with plugins runs one worker. */
+int ss_cfg_check_worker_plugins(const ss_config_t *cfg, char *err, size_t errlen)
+{
+	for (size_t i = 0; cfg->workers > 1 && i < cfg->n_servers; i++)
+		if (cfg->servers[i].plugin[0])
+			return ss_cfg_err(err, errlen,
+					  "--workers %d: a client with a plugin (server %zu) runs "
+					  "one worker",
+					  cfg->workers, i + 1);
+	return 0;
+}
+
 /* Defaults for what neither source set, then the checks that need the
  * whole picture, then the key. */
 static int finish(ss_config_t *cfg, char *err, size_t errlen)
@@ -558,7 +571,9 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 		strcpy(cfg->servers[0].host, "::");
 		cfg->n_servers = 1;
 	}
-	if (cfg->n_servers == 0)
+	if (ss_cfg_finish_online(cfg, err, errlen) != 0)
+		return -EINVAL;
+	if (cfg->n_servers == 0 && !cfg->online_url[0])
 		return ss_cfg_err(err, errlen, "missing server address (-s or \"server\")");
 
 	if (client && cfg->local_port == 0)
@@ -623,14 +638,9 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 				  "--workers %d: ss-local relays UDP (SOCKS5 UDP ASSOCIATE) with "
 				  "one worker",
 				  cfg->workers);
-	/* A client's plugin is one process its servers' health follows on
-	 * one loop: a client with plugins runs one worker. */
-	for (size_t i = 0; client && cfg->workers > 1 && i < cfg->n_servers; i++)
-		if (cfg->servers[i].plugin[0])
-			return ss_cfg_err(err, errlen,
-					  "--workers %d: a client with a plugin (server %zu) runs "
-					  "one worker",
-					  cfg->workers, i + 1);
+	if (client && ss_cfg_check_worker_plugins(cfg, err, errlen) != 0)
+		return -EINVAL;
+	cfg->n_static_servers = cfg->n_servers;
 	/* --print-url writes the password into the URLs; the program exits
 	 * right after, and ss_config_clear wipes it. */
 	if (!cfg->print_url) {

@@ -225,6 +225,19 @@ struct ss_config {
 	char warnings[SS_CONFIG_WARN_MAX][256];
 	size_t n_warnings;
 
+	/* --online-config / "online_config" (clients): the URL of an online
+	 * configuration (SIP008), https:// or ssconf://; empty: none. Its
+	 * servers join those of the configuration, which may then have none:
+	 * servers[0, n_static_servers) are the configuration's own, the rest
+	 * the document's (ss_config_set_document). online_interval: its
+	 * "update_interval", seconds between fetches. ca_file: --ca-file /
+	 * "ca_file", the CA certificates its server is checked against
+	 * instead of the system's. */
+	char online_url[2048];
+	int online_interval;
+	char ca_file[4096];
+	size_t n_static_servers;
+
 	/* Empty means not given (an empty "plugin" counts as none, as libev). */
 	char acl[4096];                  /* --acl / "acl": path of the ACL file */
 	char plugin[SS_PLUGIN_MAX];      /* --plugin / "plugin": SIP003 plugin, a path or a name */
@@ -329,6 +342,22 @@ void ss_config_version_libs(void *out);
 typedef void (*ss_share_fn)(void *arg, const char *url, bool placeholder, const char *user);
 int ss_config_share_urls(const ss_config_t *cfg, ss_share_fn fn, void *arg, char *err,
 			 size_t errlen);
+
+/* The online configuration's servers (SIP008) in a validated client
+ * configuration, in place of those of an earlier document: each with its
+ * own method, password and plugin (a program's name only, as a URL's),
+ * checked and keyed as the configuration's own entries are. Servers past
+ * SS_MAX_SERVERS are left out, counted in *left_out. 0, or -EINVAL with
+ * err naming the server at fault (a method we do not run, a bad PSK);
+ * cfg then has no document's server. */
+struct ss_sip008;
+#define SS_ONLINE_INTERVAL_DEFAULT 3600
+int ss_config_set_document(ss_config_t *cfg, const struct ss_sip008 *doc, size_t *left_out,
+			   char *err, size_t errlen);
+
+/* A copy of a validated configuration that owns its own allocations (the
+ * SOCKS5 users, ss-server's users). 0 or -ENOMEM (dst is then cleared). */
+int ss_config_copy(ss_config_t *dst, const ss_config_t *src);
 
 /* Wipes the keys and any password or key text still held, and frees the
  * users. cfg may be parsed again afterwards. */

@@ -44,6 +44,9 @@ typedef enum {
 	SS_CF_SOCKS_AUTH, /* the SOCKS5 users: the command line's replace the file's */
 	SS_CF_TCP_TPROXY,
 	SS_CF_WORKERS,
+	/* The online configuration (SIP008). */
+	SS_CF_ONLINE_CONFIG,
+	SS_CF_CA_FILE,
 	SS_CF_DNS,
 	SS_CF_REMOTE_DNS,
 	SS_CF_LOCAL_DNS,
@@ -134,6 +137,15 @@ ss_config_server_t *ss_cfg_new_server(ss_config_t *cfg, const char *origin, char
  * and tag; clients only) or host[:port] (url_only: refused). 0 or -EINVAL. */
 int ss_cfg_add_server(ss_config_t *cfg, const char *text, const char *origin, bool url_only,
 		      char *err, size_t errlen);
+/* An entry from a SIP002 URL's fields (or an online configuration's
+ * server): its own method, password, plugin and tag; name says how a
+ * message about its method names it. 0 or -EINVAL. */
+struct ss_url;
+int ss_cfg_add_url_entry(ss_config_t *cfg, const struct ss_url *u, const char *origin,
+			 const char *name, char *err, size_t errlen);
+/* Client entry i's method, key and plugin, its own or the top-level ones
+ * (its secret text wiped). 0 or -EINVAL naming the entry. */
+int ss_cfg_finish_entry(ss_config_t *cfg, size_t i, char *err, size_t errlen);
 /* After the top-level settings: every client entry's port, method, key and
  * plugin, its own or the top-level ones; the entries' secret text is wiped.
  * 0 or -EINVAL naming the entry. */
@@ -141,6 +153,12 @@ int ss_cfg_finish_servers(ss_config_t *cfg, char *err, size_t errlen);
 /* ss-manager's configuration as a whole (config_manager.c): its defaults
  * for the ports stay as given, each port's own configuration checks them. */
 int ss_cfg_finish_manager(ss_config_t *cfg, char *err, size_t errlen);
+/* The online configuration (config_online.c): its URL checked and its
+ * interval defaulted once the whole configuration is in. */
+int ss_cfg_finish_online(ss_config_t *cfg, char *err, size_t errlen);
+/* A client with several workers runs no plugin: 0, or -EINVAL naming the
+ * first server with one. */
+int ss_cfg_check_worker_plugins(const ss_config_t *cfg, char *err, size_t errlen);
 /* Wipes the entries' keys and secret text. */
 void ss_cfg_wipe_servers(ss_config_t *cfg);
 

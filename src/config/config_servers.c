@@ -40,36 +40,42 @@ void ss_cfg_wipe_servers(ss_config_t *cfg)
 	}
 }
 
-/* A SIP002 URL into a new entry: its own method, password, plugin and tag.
- * The plugin is marked as the URL's, so that it is only ever run as a
- * program name (the parser has refused anything else). */
-static int server_from_url(ss_config_t *cfg, const char *text, const char *origin, char *err,
-			   size_t errlen)
+/* A SIP002 URL's fields into a new entry: its own method, password,
+ * plugin and tag. The plugin is marked as the URL's, so that it is only
+ * ever run as a program name (the parser has refused anything else). */
+int ss_cfg_add_url_entry(ss_config_t *cfg, const ss_url_t *u, const char *origin,
+			 const char *name, char *err, size_t errlen)
 {
 	ss_config_server_t *e;
-	ss_url_t u;
 	char why[512];
-	int rc = -EINVAL;
 
-	if (ss_url_parse(text, &u, why, sizeof(why)) < 0)
-		return ss_cfg_err(err, errlen, "%s: %s", origin, why);
 	if (!(e = ss_cfg_new_server(cfg, origin, err, errlen)))
-		goto out;
-	if (ss_method_lookup(u.method, &e->method, why, sizeof(why)) != 0) {
-		ss_cfg_err(err, errlen, "%s: ss:// URL: the method: %s", origin, why);
-		goto out;
-	}
-	memcpy(e->host, u.host, sizeof(e->host));
-	e->port = u.port;
-	snprintf(e->tag, sizeof(e->tag), "%s", u.tag);
-	memcpy(e->password, u.password, sizeof(e->password));
-	memcpy(e->plugin, u.plugin, sizeof(e->plugin));
-	memcpy(e->plugin_opts, u.plugin_opts, sizeof(e->plugin_opts));
+		return -EINVAL;
+	if (ss_method_lookup(u->method, &e->method, why, sizeof(why)) != 0)
+		return ss_cfg_err(err, errlen, "%s: the method: %s", name, why);
+	memcpy(e->host, u->host, sizeof(e->host));
+	e->port = u->port;
+	snprintf(e->tag, sizeof(e->tag), "%s", u->tag);
+	memcpy(e->password, u->password, sizeof(e->password));
+	memcpy(e->plugin, u->plugin, sizeof(e->plugin));
+	memcpy(e->plugin_opts, u->plugin_opts, sizeof(e->plugin_opts));
 	e->plugin_from_url = true;
 	e->own_method = e->own_secret = e->own_plugin = e->own_plugin_opts = true;
 	cfg->n_servers++;
-	rc = 0;
-out:
+	return 0;
+}
+
+static int server_from_url(ss_config_t *cfg, const char *text, const char *origin, char *err,
+			   size_t errlen)
+{
+	char where[96], why[512];
+	ss_url_t u;
+	int rc;
+
+	if (ss_url_parse(text, &u, why, sizeof(why)) < 0)
+		return ss_cfg_err(err, errlen, "%s: %s", origin, why);
+	snprintf(where, sizeof(where), "%s: ss:// URL", origin);
+	rc = ss_cfg_add_url_entry(cfg, &u, origin, where, err, errlen);
 	ss_url_clear(&u);
 	return rc;
 }
@@ -120,7 +126,7 @@ static const char *entry_name(const ss_config_t *cfg, size_t i, char *buf, size_
  * says, as the command line overrides the configuration; the plugin the
  * user names there is then the user's own text, no longer the URL's. The
  * secret text is wiped once the key is made. */
-static int finish_entry(ss_config_t *cfg, size_t i, char *err, size_t errlen)
+int ss_cfg_finish_entry(ss_config_t *cfg, size_t i, char *err, size_t errlen)
 {
 	ss_config_server_t *e = &cfg->servers[i];
 	bool cli_plugin = cfg->cli_set & ss_cfg_bit(SS_CF_PLUGIN);
@@ -180,7 +186,7 @@ int ss_cfg_finish_servers(ss_config_t *cfg, char *err, size_t errlen)
 	if (cfg->prog == SS_PROG_SERVER)
 		return 0;
 	for (size_t i = 0; i < cfg->n_servers; i++)
-		if (finish_entry(cfg, i, err, errlen) != 0)
+		if (ss_cfg_finish_entry(cfg, i, err, errlen) != 0)
 			return -EINVAL;
 	return 0;
 }

@@ -173,6 +173,9 @@ int ss_cfg_set_users(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_
 int ss_cfg_set_port_password(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen);
 int ss_cfg_set_plugins(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen);
 int ss_cfg_set_executable(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen);
+/* The online configuration (config_online.c): "online_config", a URL or
+ * {"url", "update_interval"}, and --online-config, a URL. */
+int ss_cfg_set_online(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen);
 /* A "servers" entry's "plugin_mode", by the rule of the top-level one: 0,
  * or -EINVAL with err. */
 int ss_cfg_mode_json(const struct cJSON *j, ss_relay_mode_t *mode, char *err, size_t errlen);

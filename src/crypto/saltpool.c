@@ -72,6 +72,40 @@ void ss_saltpool_free(ss_saltpool_t *p)
 	memset(p, 0, sizeof(*p));
 }
 
+ss_saltpool_t *ss_saltpool_new(size_t capacity, uint64_t ttl)
+{
+	ss_saltpool_t *p = malloc(sizeof(*p));
+
+	if (!p)
+		return NULL;
+	if ((ttl ? ss_saltpool_init(p, capacity, ttl) : ss_saltpool_init_fifo(p, capacity)) < 0) {
+		free(p);
+		return NULL;
+	}
+	ss_saltpool_share(p);
+	atomic_init(&p->refs, 1);
+	return p;
+}
+
+ss_saltpool_t *ss_saltpool_ref(ss_saltpool_t *p)
+{
+	atomic_fetch_add(&p->refs, 1);
+	return p;
+}
+
+void ss_saltpool_unref(ss_saltpool_t *p)
+{
+	if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
+		return;
+	ss_saltpool_free(p);
+	free(p);
+}
+
+bool ss_saltpool_is(const ss_saltpool_t *p, size_t capacity, uint64_t ttl)
+{
+	return p->capacity == capacity && (ttl ? !p->fifo && p->ttl == ttl : p->fifo);
+}
+
 /* Empties slot i and moves later entries of its probe run back into the
  * gap, so every entry stays reachable from its home slot without tombstones. */
 static void slot_delete(ss_saltpool_t *p, size_t i)

@@ -3,6 +3,7 @@
 #define SS_CRYPTO_SALTPOOL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,6 +47,7 @@ typedef struct ss_saltpool {
 	uint8_t hash_key[16]; /* random: peers cannot aim collisions */
 	bool shared;          /* workers on several threads check it: under lock */
 	pthread_mutex_t lock;
+	atomic_uint refs; /* ss_saltpool_new's: its holders */
 } ss_saltpool_t;
 
 /* capacity: salts held at once (the most new connections per ttl seconds);
@@ -61,6 +63,20 @@ int ss_saltpool_init_fifo(ss_saltpool_t *p, size_t capacity);
 void ss_saltpool_share(ss_saltpool_t *p);
 /* Safe on a zeroed ss_saltpool_t, and twice. */
 void ss_saltpool_free(ss_saltpool_t *p);
+
+/* A pool on the heap that several holders keep, each until it lets go:
+ * a server's codecs of one configuration and those of the next, after a
+ * reload, refuse each other's salts. Shared (ss_saltpool_share) from the
+ * start, as its holders may run on different threads. capacity and ttl as
+ * above, ttl 0 for a FIFO pool. NULL when it cannot be made (bad capacity,
+ * no memory). */
+ss_saltpool_t *ss_saltpool_new(size_t capacity, uint64_t ttl);
+/* One more holder of p (ss_saltpool_new's); returns p. */
+ss_saltpool_t *ss_saltpool_ref(ss_saltpool_t *p);
+/* A holder lets go of p; the last one frees it. NULL is ignored. */
+void ss_saltpool_unref(ss_saltpool_t *p);
+/* Whether p is the kind of pool ss_saltpool_new(capacity, ttl) makes. */
+bool ss_saltpool_is(const ss_saltpool_t *p, size_t capacity, uint64_t ttl);
 
 /* Forgets the salts added more than ttl seconds before now (unix seconds).
  * ss_saltpool_check_add does this itself. */

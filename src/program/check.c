@@ -208,6 +208,13 @@ static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *
 		for (size_t i = 0; i < cfg->n_servers; i++)
 			if (check_server(cfg, i, r, out, err, errlen) < 0)
 				return -EINVAL;
+		/* Not fetched here: the program does that at start. */
+		if (cfg->online_url[0])
+			fprintf(out,
+				"online configuration: %s, fetched at start and every %d s, its "
+				"server checked against %s\n",
+				cfg->online_url, cfg->online_interval,
+				cfg->ca_file[0] ? cfg->ca_file : "the system's CA bundle");
 	}
 	if (cfg->user[0]) {
 		uid_t uid;

@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "net/inherit.h"
 #include "program/check.h"
+#include "program/online.h"
 #include "program/program.h"
 #include "relay/instance.h"
 #include "relay/workers.h"
@@ -69,7 +70,18 @@ typedef struct program {
 	program_retired_t retired[PROGRAM_RETIRED_MAX];
 	size_t n_retired;
 	ev_timer reap; /* frees what retired once it has no connection left */
+	/* The online configuration (SIP008): its fetches, the last good
+	 * document (its servers run), a reload waiting for its fetch, and
+	 * what the fetch at start brought. */
+	ss_online_t online;
+	ss_sip008_t *doc;
+	ss_config_t *pending;
+	bool starting;
+	ss_sip008_t *start_doc;
+	char start_err[512];
 } program_t;
+
+static void program_online_free(program_t *p);
 
 /* The service manager's READY=1, once the listeners are open and the plugins
  * up, with where we listen for `systemctl status`. */
@@ -178,6 +190,7 @@ static int program_fail(program_t *p, ss_config_t *cfg, const char *err)
 {
 	ss_err("%s", err);
 	ss_proc_daemon_ready(&p->notify, err);
+	program_online_free(p);
 	ss_workers_destroy(&p->workers);
 	ss_config_clear(cfg);
 	return 1;
@@ -295,7 +308,7 @@ static int program_create(program_t *p, const ss_config_t *cfg, char *err, size_
 	p->loop = EV_DEFAULT;
 	if (cfg->workers > 1)
 		ss_log_set_worker(0);
-	if (ss_workers_create(&p->workers, cfg, p->loop, err, errlen) < 0)
+	if (ss_workers_create(&p->workers, cfg, p->loop, NULL, err, errlen) < 0)
 		return -1;
 	p->inst = p->workers.w[0].inst;
 	return 0;
@@ -318,6 +331,7 @@ static bool program_daemonize(program_t *p, ss_config_t *cfg, int *status)
 	if (rc != 0) {
 		if (rc < 0)
 			ss_err("%s", err);
+		program_online_free(p);
 		ss_workers_destroy(&p->workers);
 		ss_config_clear(cfg);
 		*status = rc < 0 ? 1 : 0;
@@ -406,9 +420,10 @@ static int program_reparse(program_t *p, ss_config_t *cfg, char *err, size_t err
 	return 0;
 }
 
-/* The new workers take over the listeners that stay (net/inherit.h),
- * then the running ones retire: they accept nothing more and serve what
- * they have until it ends. On any error the running configuration stays. */
+/* The new workers take over the listeners that stay (net/inherit.h), the
+ * replay records and the figures (relay/shared.h), then the running ones
+ * retire: they accept nothing more and serve what they have until it ends.
+ * On any error the running configuration stays. */
 static int program_swap(program_t *p, ss_config_t *cfg, char *err, size_t errlen)
 {
 	ss_workers_t next;
@@ -418,7 +433,7 @@ static int program_swap(program_t *p, ss_config_t *cfg, char *err, size_t errlen
 		ss_instance_offer_listeners(p->workers.w[i].inst);
 	if (p->workers.metrics)
 		ss_inherit_offer(p->workers.metrics->lis.fd);
-	rc = ss_workers_create(&next, cfg, p->loop, err, errlen);
+	rc = ss_workers_create(&next, cfg, p->loop, &p->workers, err, errlen);
 	if (rc == 0 && (rc = ss_workers_start(&next, err, errlen)) < 0)
 		ss_workers_destroy(&next);
 	if (rc < 0) {
@@ -438,6 +453,163 @@ static int program_swap(program_t *p, ss_config_t *cfg, char *err, size_t errlen
 	return 0;
 }
 
+/* The end of a reload: cfg swapped in, or refused with err (cfg freed). */
+static void program_reload_end(program_t *p, ss_config_t *cfg, const char *err)
+{
+	if (err) {
+		ss_err("reload refused, the running configuration stays: %s", err);
+		if (cfg)
+			program_free_cfg(cfg, true);
+		ss_notify_send(&p->sd, "READY=1");
+	} else {
+		ss_notice("configuration reloaded");
+	}
+}
+
+/* ---- The online configuration (SIP008) -------------------------------- */
+
+/* cfg with doc's servers after its own; says what was left out. */
+static int program_with_doc(ss_config_t *cfg, const ss_sip008_t *doc, char *err, size_t errlen)
+{
+	size_t left_out;
+
+	if (ss_config_set_document(cfg, doc, &left_out, err, errlen) < 0)
+		return -1;
+	if (left_out)
+		ss_warn("online configuration: %zu of its servers left out (at most %d servers in "
+			"all)",
+			left_out, SS_MAX_SERVERS);
+	return 0;
+}
+
+static void program_doc_keep(program_t *p, ss_sip008_t *doc)
+{
+	if (doc == p->doc)
+		return;
+	ss_online_doc_free(p->doc);
+	p->doc = doc;
+}
+
+/* A document that differs from the running one: the running
+ * configuration with its servers, swapped in as a reload is. */
+static void program_online_apply(program_t *p, ss_sip008_t *doc)
+{
+	char err[1024];
+	ss_config_t *cfg = NULL;
+
+	if (p->doc && ss_sip008_same(p->doc, doc)) {
+		ss_info("online configuration: unchanged, %zu servers", doc->n);
+		ss_online_doc_free(doc);
+		return;
+	}
+	if (p->n_retired == PROGRAM_RETIRED_MAX)
+		snprintf(err, sizeof(err), "%d earlier configurations still serve connections",
+			 PROGRAM_RETIRED_MAX);
+	else if (!(cfg = calloc(1, sizeof(*cfg))) || ss_config_copy(cfg, p->cfg) < 0)
+		snprintf(err, sizeof(err), "out of memory");
+	if (p->n_retired == PROGRAM_RETIRED_MAX || !cfg || !cfg->validated ||
+	    program_with_doc(cfg, doc, err, sizeof(err)) < 0 ||
+	    program_swap(p, cfg, err, sizeof(err)) < 0) {
+		ss_err("online configuration refused, the servers stay as they are: %s", err);
+		if (cfg)
+			program_free_cfg(cfg, true);
+		ss_online_doc_free(doc);
+		return;
+	}
+	ss_notice("online configuration: %zu servers now (%zu before)", doc->n,
+		  p->doc ? p->doc->n : 0);
+	program_doc_keep(p, doc);
+}
+
+/* A reload's fetch has ended: its configuration with the new document,
+ * or with the last good one when the URL is the same. */
+static void program_reload_online(program_t *p, ss_sip008_t *doc, const char *why)
+{
+	ss_config_t *cfg = p->pending;
+	bool same_url = strcmp(cfg->online_url, p->cfg->online_url) == 0;
+	ss_sip008_t *use = doc ? doc : same_url ? p->doc : NULL;
+	char err[1024];
+
+	p->pending = NULL;
+	if (!doc)
+		ss_err("online configuration: %s%s", why, use ? "; its last good list stays" : "");
+	if (use && program_with_doc(cfg, use, err, sizeof(err)) < 0)
+		cfg = (program_reload_end(p, cfg, err), NULL);
+	else if (!use && cfg->n_servers == 0)
+		cfg = (program_reload_end(p, cfg, "no server: the online configuration failed"),
+		       NULL);
+	else if (program_swap(p, cfg, err, sizeof(err)) < 0)
+		cfg = (program_reload_end(p, cfg, err), NULL);
+	if (!cfg) {
+		ss_online_doc_free(doc);
+		return;
+	}
+	program_reload_end(p, NULL, NULL);
+	if (use)
+		program_doc_keep(p, use);
+	else
+		program_doc_keep(p, NULL);
+}
+
+static void program_online_cb(void *arg, ss_sip008_t *doc, const char *err)
+{
+	program_t *p = arg;
+
+	if (p->starting) {
+		p->start_doc = doc;
+		if (!doc)
+			snprintf(p->start_err, sizeof(p->start_err), "%s", err);
+		ev_break(p->loop, EVBREAK_ONE);
+	} else if (p->pending) {
+		program_reload_online(p, doc, err);
+	} else if (!doc) {
+		ss_err("online configuration: %s; the servers stay as they are", err);
+	} else {
+		program_online_apply(p, doc);
+	}
+}
+
+static void program_online_free(program_t *p)
+{
+	ss_online_stop(&p->online);
+	program_doc_keep(p, NULL);
+	if (p->pending)
+		program_free_cfg(p->pending, true);
+	p->pending = NULL;
+}
+
+/* Before serving: the document's servers join cfg's. Without a server of
+ * its own, cfg cannot do without them: -1 with err. */
+static int program_online_start(program_t *p, ss_config_t *cfg, char *err, size_t errlen)
+{
+	if (!cfg->online_url[0])
+		return 0;
+	ev_set_allocator(program_ev_alloc);
+	p->loop = EV_DEFAULT;
+	if (ss_online_configure(&p->online, p->loop, cfg, program_online_cb, p, p->start_err,
+				sizeof(p->start_err)) == 0 &&
+	    ss_online_fetch_now(&p->online, p->start_err, sizeof(p->start_err)) == 0) {
+		ss_notice("fetching the online configuration from %s", cfg->online_url);
+		p->starting = true;
+		ev_run(p->loop, 0);
+		p->starting = false;
+	}
+	if (p->start_doc &&
+	    program_with_doc(cfg, p->start_doc, p->start_err, sizeof(p->start_err)) == 0) {
+		ss_notice("online configuration: %zu servers", p->start_doc->n);
+		program_doc_keep(p, p->start_doc);
+		return 0;
+	}
+	ss_online_doc_free(p->start_doc);
+	if (cfg->n_servers == 0) {
+		snprintf(err, errlen, "online configuration: %s", p->start_err);
+		return -1;
+	}
+	ss_warn("online configuration: %s; going on with the %zu servers of the configuration",
+		p->start_err, cfg->n_servers);
+	return 0;
+}
+
 static void program_reload(program_t *p)
 {
 	char err[1024];
@@ -452,14 +624,25 @@ static void program_reload(program_t *p)
 	else if (!cfg)
 		snprintf(err, sizeof(err), "out of memory");
 	if (p->n_retired == PROGRAM_RETIRED_MAX || !cfg ||
-	    program_reparse(p, cfg, err, sizeof(err)) < 0 ||
-	    program_swap(p, cfg, err, sizeof(err)) < 0) {
-		ss_err("reload refused, the running configuration stays: %s", err);
-		if (cfg)
-			program_free_cfg(cfg, true);
-		ss_notify_send(&p->sd, "READY=1");
+	    program_reparse(p, cfg, err, sizeof(err)) < 0) {
+		program_reload_end(p, cfg, err);
+	} else if (cfg->online_url[0]) {
+		/* The swap waits for the document (program_reload_online). */
+		if (p->pending)
+			program_free_cfg(p->pending, true);
+		p->pending = cfg;
+		if (ss_online_configure(&p->online, p->loop, cfg, program_online_cb, p, err,
+					sizeof(err)) < 0 ||
+		    ss_online_fetch_now(&p->online, err, sizeof(err)) < 0)
+			program_reload_online(p, NULL, err);
 	} else {
-		ss_notice("configuration reloaded");
+		ss_online_stop(&p->online);
+		if (program_swap(p, cfg, err, sizeof(err)) < 0) {
+			program_reload_end(p, cfg, err);
+		} else {
+			program_reload_end(p, NULL, NULL);
+			program_doc_keep(p, NULL);
+		}
 	}
 	if (p->daemonized && chdir("/") < 0)
 		ss_warn("cannot go back to /: %s", strerror(errno));
@@ -533,7 +716,9 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 		ss_config_clear(&cfg);
 		return status;
 	}
-	if (program_create(&p, &cfg, err, sizeof(err)) < 0) {
+	if (program_online_start(&p, &cfg, err, sizeof(err)) < 0 ||
+	    program_create(&p, &cfg, err, sizeof(err)) < 0) {
+		program_online_free(&p);
 		ss_err("%s", err);
 		ss_config_clear(&cfg);
 		return 1;
@@ -548,6 +733,7 @@ int ss_program_main(ss_prog_t prog, int argc, char **argv)
 	if (ss_workers_start(&p.workers, err, sizeof(err)) < 0)
 		return program_fail(&p, &cfg, err);
 	program_run(&p);
+	program_online_free(&p);
 	ss_proc_daemon_ready(&p.notify, "stopped before it started");
 	ss_workers_destroy(&p.workers);
 	ss_notify_close(&p.sd);

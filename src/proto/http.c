@@ -38,7 +38,7 @@ static bool http_ieq(const uint8_t *p, size_t n, const char *word)
 /* The next line of buf[0..len) from pos: SS_OK with its length (without
  * CRLF) in *n; SS_AGAIN while it may still end well; SS_ERR for a CR not
  * followed by LF, or an LF without CR. */
-static int http_line(const uint8_t *buf, size_t len, size_t pos, size_t *n)
+int ss_http_line(const uint8_t *buf, size_t len, size_t pos, size_t *n)
 {
 	for (size_t i = pos; i < len; i++) {
 		if (buf[i] == '\n')
@@ -62,7 +62,7 @@ static bool http_vchar(uint8_t c)
 }
 
 /* name ":" OWS value OWS, with the value's span (relative to line). */
-static int http_field(const uint8_t *line, size_t n, size_t *name_len, size_t *voff, size_t *vlen)
+int ss_http_field(const uint8_t *line, size_t n, size_t *name_len, size_t *voff, size_t *vlen)
 {
 	size_t i = 0;
 
@@ -236,7 +236,7 @@ static int http_header(const uint8_t *buf, size_t pos, size_t n, ss_http_req_t *
 	const uint8_t *line = buf + pos;
 	size_t nl, vo, vl;
 
-	if (http_field(line, n, &nl, &vo, &vl) != SS_OK)
+	if (ss_http_field(line, n, &nl, &vo, &vl) != SS_OK)
 		return SS_ERR;
 	const uint8_t *v = line + vo;
 	ss_http_span_t span = {(uint32_t)(pos + vo), (uint32_t)vl};
@@ -277,14 +277,14 @@ int ss_http_parse_request(const uint8_t *buf, size_t len, ss_http_req_t *req)
 	int r;
 
 	memset(req, 0, sizeof(*req));
-	r = http_line(buf, len, 0, &n);
+	r = ss_http_line(buf, len, 0, &n);
 	if (r != SS_OK)
 		return r;
 	if (http_request_line(buf, n, req) != SS_OK)
 		return SS_ERR;
 	pos = n + 2;
 	for (;;) {
-		r = http_line(buf, len, pos, &n);
+		r = ss_http_line(buf, len, pos, &n);
 		if (r != SS_OK)
 			return r;
 		if (n == 0)
@@ -338,8 +338,8 @@ size_t ss_http_rewrite_head(const uint8_t *buf, const ss_http_req_t *req, bool c
 	/* The absolute URI names the host: the client's Host field goes. */
 	pos = req->target.off + req->target.len + sizeof(" HTTP/1.x\r\n") - 1;
 	while (ok && pos + 2 < req->head_len) {
-		http_line(buf, req->head_len, pos, &n);
-		http_field(buf + pos, n, &nl, &vo, &vl);
+		ss_http_line(buf, req->head_len, pos, &n);
+		ss_http_field(buf + pos, n, &nl, &vo, &vl);
 		if (!ss_http_field_is_proxy(buf + pos, nl) && !http_ieq(buf + pos, nl, "host") &&
 		    !(close && http_ieq(buf + pos, nl, "connection")))
 			ok = http_put(out, cap, &o, buf + pos, n + 2);
@@ -363,7 +363,7 @@ int ss_http_parse_chunk_size(const uint8_t *buf, size_t len, size_t *used, uint6
 {
 	size_t look = len < CHUNK_LINE_MAX ? len : CHUNK_LINE_MAX, i = 0, n = 0;
 	uint64_t x = 0;
-	int r = http_line(buf, look, 0, &n);
+	int r = ss_http_line(buf, look, 0, &n);
 
 	if (r == SS_AGAIN && look == CHUNK_LINE_MAX)
 		return SS_ERR;
@@ -398,12 +398,12 @@ int ss_http_parse_trailer(const uint8_t *buf, size_t len, size_t *used)
 	size_t pos = 0, n, nl, vo, vl;
 
 	for (;;) {
-		int r = http_line(buf, len, pos, &n);
+		int r = ss_http_line(buf, len, pos, &n);
 		if (r != SS_OK)
 			return r;
 		if (n == 0)
 			break;
-		if (http_field(buf + pos, n, &nl, &vo, &vl) != SS_OK)
+		if (ss_http_field(buf + pos, n, &nl, &vo, &vl) != SS_OK)
 			return SS_ERR;
 		pos += n + 2;
 	}

@@ -74,6 +74,15 @@ bool ss_http_field_is_proxy(const uint8_t *name, size_t n);
 size_t ss_http_rewrite_head(const uint8_t *buf, const ss_http_req_t *req, bool close, uint8_t *out,
 			    size_t cap);
 
+/* The next line of buf[0..len) from pos: SS_OK with its length (without
+ * CRLF) in *n; SS_AGAIN while it may still end well; SS_ERR for a CR not
+ * followed by LF, or an LF without CR. */
+int ss_http_line(const uint8_t *buf, size_t len, size_t pos, size_t *n);
+/* A field line[0..n): name ":" OWS value OWS, with the name's length and
+ * the value's span (relative to line); SS_ERR when the name is no token
+ * or the value holds a control byte. */
+int ss_http_field(const uint8_t *line, size_t n, size_t *name_len, size_t *voff, size_t *vlen);
+
 /* A chunk-size line (hex size, optional extensions, CRLF) at buf[0..len).
  * SS_OK with *used and *size; SS_AGAIN; SS_ERR when it is not hex, too
  * large (over 2^60), or the line is malformed or over 1024 bytes. */

@@ -41,10 +41,14 @@ typedef struct ss_fig_port {
 	ss_fig_t refused[SS_REFUSED_N];
 } ss_fig_port_t;
 
-/* One worker's block. */
+/* One worker's block; or what the generations before a reload counted
+ * (relay/shared.h), in the shape of the layout that replaced theirs. */
 typedef struct ss_fig_block {
 	ss_fig_port_t *port; /* n_ports */
 	ss_fig_row_t *row;   /* n_ports * (n_users + 1), port-major */
+	/* n_ports: the carried block's rows of users the layout no longer
+	 * has, in the port's totals and no user's (a worker's stay zero) */
+	ss_fig_row_t *gone;
 } ss_fig_block_t;
 
 #define SS_FIG_PORTS_MAX SS_MAX_SERVERS
@@ -98,9 +102,35 @@ static inline ss_fig_row_t *ss_figures_row(const ss_fig_block_t *f, const ss_fig
 	return &f->row[port * (l->n_users + 1) + user];
 }
 
+/* As a user: every row of the port, and its gone row. */
+#define SS_FIG_PORT_ALL ((size_t)-1)
+
 /* Sums count blocks for (port, user); the port-wide figures (UDP,
  * refusals) are the port's whatever user. */
 void ss_figures_sum(const ss_fig_block_t *f, unsigned count, const ss_fig_layout_t *l, size_t port,
 		    size_t user, ss_fig_sum_t *out);
+/* Adds to *out what count blocks of layout fl counted for (port, user) of
+ * layout tl, matched by port number and user name (user 0 with user 0):
+ * nothing for a port fl lacks, the port-wide figures alone for a user it
+ * lacks. The layouts may be one. */
+void ss_figures_add(const ss_fig_block_t *f, unsigned count, const ss_fig_layout_t *fl,
+		    const ss_fig_layout_t *tl, size_t port, size_t user, ss_fig_sum_t *out);
+/* Adds to *out every row of count blocks (gone rows included): their
+ * bytes and connections, whatever the port and the user. */
+void ss_figures_add_all(const ss_fig_block_t *f, unsigned count, const ss_fig_layout_t *l,
+			ss_fig_sum_t *out);
+/* Never more closed than opened (a reader may see a close before its
+ * open: relaxed, and from several workers). */
+void ss_figures_clamp(ss_fig_sum_t *s);
+/* Moves what count blocks of layout fl counted into the carried block to
+ * of layout tl (from the thread that reads to): rows and ports matched as
+ * ss_figures_add does, a row of a user tl's port lacks to its gone row, a
+ * row of a port tl lacks to *away (counted in the totals alone); the
+ * port-wide figures of such a port go. */
+void ss_figures_fold(ss_fig_block_t *to, ss_fig_row_t *away, const ss_fig_layout_t *tl,
+		     const ss_fig_block_t *f, unsigned count, const ss_fig_layout_t *fl);
+/* Adds row r into *out, and into row to. */
+void ss_figures_add_row(ss_fig_sum_t *out, const ss_fig_row_t *r);
+void ss_figures_fold_row(ss_fig_row_t *to, const ss_fig_row_t *r);
 
 #endif

@@ -388,11 +388,18 @@ int ss_instance_create_worker(ss_shared_t *sh, struct ev_loop *loop, unsigned in
 int ss_instance_create(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t **out, char *err,
 		       size_t errlen)
 {
+	return ss_instance_create_after(cfg, loop, NULL, out, err, errlen);
+}
+
+int ss_instance_create_after(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t *prev,
+			     ss_instance_t **out, char *err, size_t errlen)
+{
 	ss_shared_t *sh;
 	int rc;
 
 	*out = NULL;
-	if ((rc = ss_shared_create(cfg, 1, loop, &sh, err, errlen)) < 0)
+	if ((rc = ss_shared_create_after(cfg, 1, loop, prev ? prev->shared : NULL, &sh, err,
+					 errlen)) < 0)
 		return rc;
 	if ((rc = ss_instance_create_worker(sh, loop, 0, out, err, errlen)) < 0) {
 		ss_shared_free(sh);
@@ -499,19 +506,34 @@ void ss_instance_destroy(ss_instance_t *inst)
 	free(inst);
 }
 
-void ss_instance_stats(const ss_instance_t *inst, ss_stats_t *out)
+void ss_instance_worker_stats(const ss_instance_t *inst, ss_stats_t *out)
 {
-	const ss_fig_layout_t *l = &inst->shared->fig_layout;
+	ss_fig_sum_t s = {0};
 
 	*out = inst->stats;
 	/* The connections that reached the relay count in their rows as
 	 * they go, those still open included. */
-	for (size_t p = 0; p < l->n_ports; p++)
-		for (size_t u = 0; u <= l->n_users; u++) {
-			const ss_fig_row_t *r = ss_figures_row(inst->fig, l, p, u);
-			out->bytes_up += ss_fig_get(&r->bytes[SS_IN]);
-			out->bytes_down += ss_fig_get(&r->bytes[SS_OUT]);
-		}
+	ss_figures_add_all(inst->fig, 1, &inst->shared->fig_layout, &s);
+	out->bytes_up += s.bytes[SS_IN];
+	out->bytes_down += s.bytes[SS_OUT];
+}
+
+void ss_instance_stats(const ss_instance_t *inst, ss_stats_t *out)
+{
+	ss_fig_sum_t c;
+
+	ss_instance_worker_stats(inst, out);
+	if (inst->worker != 0)
+		return;
+	/* Worker 0 also gives what the configurations before a reload
+	 * counted, so that the workers' stats add up to the program's: their
+	 * connections counted from when their requests were accepted, the
+	 * open ones among the active. */
+	ss_shared_carried(inst->shared, &c);
+	out->accepted += c.opened;
+	out->active += c.opened - c.closed;
+	out->bytes_up += c.bytes[SS_IN];
+	out->bytes_down += c.bytes[SS_OUT];
 }
 
 size_t ss_instance_figures_count(const ss_instance_t *inst)

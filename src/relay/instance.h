@@ -140,6 +140,19 @@ struct ss_instance {
 int ss_instance_create_worker(ss_shared_t *shared, struct ev_loop *loop, unsigned index,
 			      ss_instance_t **out, char *err, size_t errlen);
 
+/* As ss_instance_create, for a configuration that takes over from prev's
+ * (an instance of ss_instance_create or of this call, which may go on
+ * serving its connections, and is destroyed before or after the new one,
+ * from the same thread): the new one refuses what prev's replay records
+ * hold, and its figures (ss_instance_stats, ss_instance_figures) go on
+ * from prev's, matched by port number and user name
+ * (relay/shared.h). */
+int ss_instance_create_after(const ss_config_t *cfg, struct ev_loop *loop, ss_instance_t *prev,
+			     ss_instance_t **out, char *err, size_t errlen);
+/* This worker's own counters, as ss_instance_stats gives them without
+ * what the configurations before a reload counted. */
+void ss_instance_worker_stats(const ss_instance_t *inst, ss_stats_t *out);
+
 /* --workers: the TCP listeners, bound by ss_instance_create_worker, start
  * listening; called once every worker's are bound, so that a client that
  * reaches one finds all (their UDP sockets too). 0 or -errno with err. */

@@ -31,7 +31,7 @@ static void mgr_ping(ss_manager_t *m, ss_strbuf_t *r)
 	ss_strbuf_printf(r, "stat: {");
 	for (size_t i = 0; i < m->n_ports; i++)
 		ss_strbuf_printf(r, "%s\"%u\":%llu", i ? "," : "", m->ports[i]->port,
-				 (unsigned long long)mgr_port_bytes(m, m->ports[i]));
+				 (unsigned long long)mgr_port_bytes(m->ports[i]));
 	ss_strbuf_printf(r, "}");
 }
 

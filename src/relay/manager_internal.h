@@ -25,9 +25,6 @@ typedef struct mgr_port {
 	/* Replaced by an instance of new settings (add_user, remove_user):
 	 * it serves the connections it has until they end. */
 	bool replaced;
-	/* Bytes both ways of the instances this port had before, since it
-	 * was added (ping). */
-	uint64_t base;
 	struct mgr_port *next; /* in m->dying */
 } mgr_port_t;
 
@@ -62,7 +59,7 @@ int mgr_port_replace(ss_manager_t *m, mgr_port_t *p, struct cJSON *fields, const
 		     char *err, size_t errlen);
 /* Bytes both ways since the port was added, its earlier instances
  * included. */
-uint64_t mgr_port_bytes(const ss_manager_t *m, const mgr_port_t *p);
+uint64_t mgr_port_bytes(const mgr_port_t *p);
 /* Stops the port: its listeners close once it has stopped. -ENOENT. */
 int mgr_port_remove(ss_manager_t *m, uint16_t port);
 mgr_port_t *mgr_port_find(ss_manager_t *m, uint16_t port);

@@ -206,30 +206,25 @@ static uint64_t mgr_inst_bytes(ss_instance_t *inst)
 	return st.bytes_up + st.bytes_down;
 }
 
-uint64_t mgr_port_bytes(const ss_manager_t *m, const mgr_port_t *p)
+uint64_t mgr_port_bytes(const mgr_port_t *p)
 {
-	uint64_t n = p->base + mgr_inst_bytes(p->inst);
-
-	for (const mgr_port_t *d = m->dying; d; d = d->next)
-		if (d->replaced && d->port == p->port)
-			n += mgr_inst_bytes(d->inst);
-	return n;
+	/* Its instance's figures go on from those of the instances it
+	 * replaced (ss_instance_create_after). */
+	return mgr_inst_bytes(p->inst);
 }
 
 /* Frees the dying ports that have stopped: their listeners close. What a
- * replaced one relayed goes to the port that serves its number now. */
+ * replaced one relayed goes to the instance that serves its number now. */
 static void mgr_reap(ss_manager_t *m)
 {
 	for (mgr_port_t **pp = &m->dying; *pp;) {
-		mgr_port_t *p = *pp, *now;
+		mgr_port_t *p = *pp;
 		if (!p->stopped) {
 			pp = &p->next;
 			continue;
 		}
 		*pp = p->next;
-		if (p->replaced && (now = mgr_port_find(m, p->port)))
-			now->base += mgr_inst_bytes(p->inst);
-		else
+		if (!p->replaced)
 			ss_info("port %u: closed", p->port);
 		mgr_port_free(p);
 	}
@@ -313,13 +308,12 @@ int mgr_port_replace(ss_manager_t *m, mgr_port_t *p, cJSON *fields, const char *
 	q->port = p->port;
 	q->fields = fields;
 	q->m = m;
-	q->base = p->base;
 	if ((rc = mgr_port_config(m, q, err, errlen)) < 0) {
 		mgr_port_free(q);
 		return rc;
 	}
 	ss_instance_offer_listeners(p->inst);
-	rc = ss_instance_create(q->cfg, m->loop, &q->inst, err, errlen);
+	rc = ss_instance_create_after(q->cfg, m->loop, p->inst, &q->inst, err, errlen);
 	if (rc < 0) {
 		mgr_port_free(q); /* gives the sockets back (net/inherit.h) */
 		ss_inherit_clear();
@@ -332,7 +326,6 @@ int mgr_port_replace(ss_manager_t *m, mgr_port_t *p, cJSON *fields, const char *
 		if (m->ports[i] == p)
 			m->ports[i] = q;
 	p->replaced = true;
-	p->base = 0;
 	p->next = m->dying;
 	m->dying = p;
 	ss_instance_retire(p->inst);

@@ -64,14 +64,11 @@ int ss_report_format(const ss_shared_t *sh, char *buf, size_t len)
 		return -ENOSPC;
 	n = (size_t)w;
 	for (size_t p = 0; p < l->n_ports; p++) {
-		uint64_t total = 0;
-		for (size_t u = 0; u <= l->n_users; u++) {
-			ss_fig_sum_t s;
-			ss_shared_figures(sh, p, u, &s);
-			total += s.bytes[0] + s.bytes[1];
-		}
+		ss_fig_sum_t s;
+		/* Users removed by a reload included: the count never goes back. */
+		ss_shared_figures(sh, p, SS_FIG_PORT_ALL, &s);
 		w = snprintf(buf + n, len - n, "%s\"%u\":%llu", p ? "," : "", (unsigned)l->port[p],
-			     (unsigned long long)total);
+			     (unsigned long long)(s.bytes[0] + s.bytes[1]));
 		if (w < 0 || (size_t)w >= len - n)
 			return -ENOSPC;
 		n += (size_t)w;

@@ -197,30 +197,51 @@ bool ss_shared_plugins_all(const ss_shared_t *sh, ss_plugin_state_t state)
 
 /* ss-server: one set of replay pools for all workers, so that a salt is
  * refused whichever worker it reaches, and one table of UDP sessions for a
- * codec that has them. */
-static int shared_server(ss_shared_t *sh, char *err, size_t errlen)
+ * codec that has them; after a reload, prev's where they are of the kind
+ * needed, so that what was seen before it is refused after it. */
+static int shared_server(ss_shared_t *sh, const ss_shared_t *prev, char *err, size_t errlen)
 {
 	const ss_codec_ops_t *ops;
+	ss_udp_sessions_t *t = prev ? prev->sessions : NULL;
+	size_t live = sh->max_assoc * sh->count;
+	bool kept;
 	int rc;
 
-	rc = ss_codec_setup(&sh->codec, sh->cfg, ss_codec_backend(), true, err, errlen);
+	rc = prev ? ss_codec_setup_after(&sh->codec, sh->cfg, ss_codec_backend(), &prev->codec, err,
+					 errlen)
+		  : ss_codec_setup(&sh->codec, sh->cfg, ss_codec_backend(), true, err, errlen);
 	if (rc < 0)
 		return rc;
-	if (sh->count > 1)
-		ss_codec_share_pools(&sh->codec);
+	kept = !prev || ss_codec_keeps_records(&sh->codec, &prev->codec);
 	ops = sh->codec.ops;
-	if (!sh->udp || !ops->udp_memo_size)
-		return 0;
-	if (ss_udp_sessions_init(&sh->sessions, ops->udp_memo_size, ops->udp_memo_ttl,
-				 sh->max_assoc * sh->count, SS_UDP_SESSIONS_ENDED) < 0) {
-		snprintf(err, errlen, "cannot reserve the table of UDP sessions");
-		return -ENOMEM;
+	if (sh->udp && ops->udp_memo_size) {
+		/* The same room, give or take the rounding of the workers'
+		 * shares (shared_share): a table too small would refuse
+		 * sessions the configuration allows. */
+		if (t && t->memo_size == ops->udp_memo_size && t->ttl == ops->udp_memo_ttl &&
+		    t->live_max + sh->count >= live)
+			sh->sessions = ss_udp_sessions_ref(t);
+		else if (!(sh->sessions = ss_udp_sessions_new(ops->udp_memo_size, ops->udp_memo_ttl,
+							      live, SS_UDP_SESSIONS_ENDED))) {
+			snprintf(err, errlen, "cannot reserve the table of UDP sessions");
+			return -ENOMEM;
+		}
+		sh->holder0 = ss_udp_sessions_workers(sh->sessions, sh->count);
 	}
+	if (!kept || (t && sh->sessions != t))
+		ss_notice("the replay records start empty: the method's kind, replay_capacity or "
+			  "the room for UDP sessions changed");
 	return 0;
 }
 
 int ss_shared_create(const ss_config_t *cfg, unsigned count, struct ev_loop *loop,
 		     ss_shared_t **out, char *err, size_t errlen)
+{
+	return ss_shared_create_after(cfg, count, loop, NULL, out, err, errlen);
+}
+
+int ss_shared_create_after(const ss_config_t *cfg, unsigned count, struct ev_loop *loop,
+			   ss_shared_t *prev, ss_shared_t **out, char *err, size_t errlen)
 {
 	ss_shared_t *sh;
 	int rc = 0;
@@ -245,8 +266,8 @@ int ss_shared_create(const ss_config_t *cfg, unsigned count, struct ev_loop *loo
 	if (sh)
 		ss_fig_layout_init(&sh->fig_layout, cfg);
 	if (!sh || !(sh->w = calloc(count, sizeof(*sh->w))) ||
-	    !(sh->fig = calloc(count, sizeof(*sh->fig))) ||
-	    ss_figures_alloc(sh->fig, count, &sh->fig_layout) < 0) {
+	    !(sh->fig = calloc(count + 1, sizeof(*sh->fig))) ||
+	    ss_figures_alloc(sh->fig, count + 1, &sh->fig_layout) < 0) {
 		if (sh) {
 			free(sh->fig);
 			free(sh->w);
@@ -265,30 +286,76 @@ int ss_shared_create(const ss_config_t *cfg, unsigned count, struct ev_loop *loo
 		pthread_mutex_init(&sh->w[i].handoff.lock, NULL);
 	shared_limits(sh);
 	if ((rc = ss_doors_init(&sh->doors, cfg, err, errlen)) < 0 ||
-	    (cfg->prog == SS_PROG_SERVER && (rc = shared_server(sh, err, errlen)) < 0) ||
+	    (cfg->prog == SS_PROG_SERVER && (rc = shared_server(sh, prev, err, errlen)) < 0) ||
 	    (cfg->acl[0] && (rc = shared_acl(sh, err, errlen)) < 0) ||
 	    (rc = shared_plugins(sh, err, errlen)) < 0) {
 		ss_shared_free(sh);
 		return rc;
 	}
+	if (prev) {
+		sh->older = prev;
+		prev->newer = sh;
+	}
 	*out = sh;
 	return 0;
+}
+
+/* What sh counted, and what was carried into it, to the newest of its
+ * chain; sh leaves the chain. */
+static void shared_leave_chain(ss_shared_t *sh)
+{
+	ss_shared_t *n = sh->newer;
+
+	if (n) {
+		while (n->newer)
+			n = n->newer;
+		ss_figures_fold(&n->fig[n->count], &n->fig_away, &n->fig_layout, sh->fig,
+				sh->count + 1, &sh->fig_layout);
+		ss_figures_fold_row(&n->fig_away, &sh->fig_away);
+		sh->newer->older = sh->older;
+	}
+	if (sh->older)
+		sh->older->newer = sh->newer;
+	sh->older = sh->newer = NULL;
+}
+
+void ss_shared_figures(const ss_shared_t *sh, size_t port, size_t user, ss_fig_sum_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (const ss_shared_t *o = sh; o; o = o->older)
+		ss_figures_add(o->fig, o->count + 1, &o->fig_layout, &sh->fig_layout, port, user,
+			       out);
+	ss_figures_clamp(out);
+}
+
+void ss_shared_carried(const ss_shared_t *sh, ss_fig_sum_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	ss_figures_add_all(&sh->fig[sh->count], 1, &sh->fig_layout, out);
+	ss_figures_add_row(out, &sh->fig_away);
+	for (const ss_shared_t *o = sh->older; o; o = o->older) {
+		ss_figures_add_all(o->fig, o->count + 1, &o->fig_layout, out);
+		ss_figures_add_row(out, &o->fig_away);
+	}
+	ss_figures_clamp(out);
 }
 
 void ss_shared_free(ss_shared_t *sh)
 {
 	if (!sh)
 		return;
+	if (sh->fig)
+		shared_leave_chain(sh);
 	for (size_t i = 0; i < sh->n_plugins; i++)
 		ss_plugin_free(&sh->plugins[i]);
 	for (unsigned i = 0; i < sh->count; i++) {
 		ss_udp_inbox_free(&sh->w[i].inbox);
 		pthread_mutex_destroy(&sh->w[i].handoff.lock);
 	}
-	ss_udp_sessions_free(&sh->sessions);
+	ss_udp_sessions_unref(sh->sessions);
 	ss_acl_free(sh->acl);
 	ss_codec_free(&sh->codec);
-	ss_figures_free(sh->fig, sh->count);
+	ss_figures_free(sh->fig, sh->count + 1);
 	ss_doors_free(&sh->doors);
 	free(sh->fig);
 	free(sh->w);

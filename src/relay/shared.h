@@ -24,10 +24,10 @@
  * Thread rules:
  * - Immutable once ss_shared_create returns, read by any worker without a
  *   lock: cfg, count, the limits (max_conns, max_assoc, max_pipes), codec
- *   (a server's: it holds the replay pools, which lock themselves when
- *   count > 1), acl and acl_by_addr (each worker queries it through a view
- *   of its own, ss_acl_view, as a query writes its match block), and
- *   entry_plugin[] with each plugin's local address.
+ *   (a server's: it holds the replay pools, which lock themselves), acl
+ *   and acl_by_addr (each worker queries it through a view of its own,
+ *   ss_acl_view, as a query writes its match block), and entry_plugin[]
+ *   with each plugin's local address.
  * - The plugins change state on `loop` only: they run and are watched there,
  *   by whoever called ss_shared_watch_plugins (the worker on that loop, as
  *   a plugin is a child of the process that runs it).
@@ -37,9 +37,22 @@
  *   locks, any worker pushes into them, only worker i takes from them, on
  *   its loop, and only worker i opens and closes them.
  * - fig[i] is worker i's figures (relay/figures.h): only worker i writes
- *   them, any thread reads them (ss_shared_figures); fig_layout is fixed.
- * A manager or a reload that changes what is immutable here would make a
- * new object for the connections that start after it. */
+ *   them, any thread reads them; fig_layout is fixed.
+ * A manager or a reload that changes what is immutable here makes a new
+ * object for the connections that start after it (ss_shared_create_after),
+ * and what the running one remembers carries over to it:
+ * - the replay records: the new codec holds the same salt pools (they lock
+ *   themselves), and the same table of UDP sessions, where their kind
+ *   allows (codec/codec.h's ss_codec_setup_after), so that a request seen
+ *   before the change is refused after it;
+ * - the figures: the objects still serving make a chain, oldest first
+ *   (older, newer), and the newest's figures add the others' to its own,
+ *   matched by port number and user name; one that goes (ss_shared_free)
+ *   leaves what it counted in the newest's carried block, fig[count].
+ *   The chain, fig[count] and fig_away change, and are read
+ *   (ss_shared_figures, ss_shared_carried), on the thread that makes and
+ *   frees the objects of the chain: worker 0's (the program's main thread,
+ *   the manager's loop). */
 
 /* --workers: connections a worker accepted for another, waiting for it. */
 #define SS_HANDOFF_SLOTS 64
@@ -84,12 +97,19 @@ typedef struct ss_shared {
 	ss_plugin_t *entry_plugin[SS_MAX_SERVERS];
 	ss_shared_plugin_cb watch;
 	void *watch_arg;
-	/* ss-server with a codec that has sessions: every worker's. */
-	ss_udp_sessions_t sessions;
+	/* ss-server with a codec that has sessions: every worker's, held
+	 * (ss_udp_sessions_ref) with the configurations before and after a
+	 * reload; worker i claims sessions as holder0 + i. */
+	ss_udp_sessions_t *sessions;
+	unsigned holder0;
 	ss_shared_worker_t *w; /* count places */
 	ss_fig_layout_t fig_layout;
-	ss_fig_block_t *fig; /* count blocks */
-	ss_doors_t doors;    /* ss-server's own addresses, never a target (fixed) */
+	/* count + 1 blocks: the workers', then what the objects before it
+	 * counted (those gone from the chain), in its layout */
+	ss_fig_block_t *fig;
+	ss_fig_row_t fig_away;           /* theirs of ports it does not have */
+	struct ss_shared *older, *newer; /* the chain (above) */
+	ss_doors_t doors;                /* ss-server's own addresses, never a target (fixed) */
 } ss_shared_t;
 
 /* Makes what count workers of cfg share (validated; cfg outlives it), with
@@ -97,8 +117,15 @@ typedef struct ss_shared {
  * *out is NULL on failure. */
 int ss_shared_create(const ss_config_t *cfg, unsigned count, struct ev_loop *loop,
 		     ss_shared_t **out, char *err, size_t errlen);
+/* As ss_shared_create, for a configuration that replaces prev's (NULL:
+ * none), the newest of its chain, whose workers may go on serving what
+ * they have: the new object takes over prev's replay records and joins its
+ * chain. */
+int ss_shared_create_after(const ss_config_t *cfg, unsigned count, struct ev_loop *loop,
+			   ss_shared_t *prev, ss_shared_t **out, char *err, size_t errlen);
 /* After every worker is destroyed: the plugins (reaped if they run, no
- * callback), pools, table and queues. NULL is ignored. */
+ * callback), pools, table and queues; what it counted goes to the newest
+ * of its chain. NULL is ignored. */
 void ss_shared_free(ss_shared_t *sh);
 
 /* On loop: plugin events go to cb(arg, ...) from now on (cb NULL: none). */
@@ -122,12 +149,14 @@ static inline void ss_shared_load(ss_shared_t *sh, unsigned i, int delta)
 		atomic_fetch_add_explicit(&sh->w[i].load, (unsigned)delta, memory_order_relaxed);
 }
 
-/* The figures of (port, user) of fig_layout, summed over the workers. */
-static inline void ss_shared_figures(const ss_shared_t *sh, size_t port, size_t user,
-				     ss_fig_sum_t *out)
-{
-	ss_figures_sum(sh->fig, sh->count, &sh->fig_layout, port, user, out);
-}
+/* The figures of (port, user) of fig_layout (user SS_FIG_PORT_ALL: the
+ * port's whole), summed over the workers and those of the objects before
+ * it in its chain. */
+void ss_shared_figures(const ss_shared_t *sh, size_t port, size_t user, ss_fig_sum_t *out);
+/* What the objects before sh in its chain counted, whatever the port and
+ * the user: their bytes and connections (the open ones as opened and not
+ * closed). */
+void ss_shared_carried(const ss_shared_t *sh, ss_fig_sum_t *out);
 
 /* Worker i's hand-off queue, from its own loop: wakes cb(data) there when
  * a connection is handed over, from ss_shared_handoff_open on. */

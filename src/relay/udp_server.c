@@ -258,10 +258,20 @@ static ss_udp_assoc_t *server_new(ss_udp_relay_t *u, ss_codec_dgram_t *d, const 
 	unsigned holder;
 
 	if (u->sessions) {
+		unsigned first = u->inst->shared->holder0;
 		switch (ss_udp_sessions_claim(u->sessions, (struct sockaddr *)&d->key,
-					      u->inst->worker, ev_now(u->loop), &s, &holder)) {
+					      first + u->inst->worker, ev_now(u->loop), &s,
+					      &holder)) {
 		case SS_UDP_SESSION_OTHER:
-			server_hand_over(u, holder, d, p, r, listener);
+			/* A worker of the configuration before a reload
+			 * holds it until its association ends, which the
+			 * reload makes it do now. */
+			if (holder - first >= u->inst->workers)
+				ss_udp_drop(u, from,
+					    "its session ends with the configuration "
+					    "before a reload");
+			else
+				server_hand_over(u, holder - first, d, p, r, listener);
 			return NULL;
 		case SS_UDP_SESSION_FULL:
 			ss_udp_refuse(u, from, from, "datagram refused",
@@ -434,7 +444,7 @@ static int server_init(ss_udp_relay_t *u, size_t *max, char *err, size_t errlen)
 		return rc;
 	if (!inst->codec.ops->udp_memo_size)
 		return 0;
-	u->sessions = &sh->sessions;
+	u->sessions = sh->sessions;
 	if (sh->count > 1) {
 		if (ss_udp_inbox_init(inbox, u->loop, SS_UDP_BUF_SIZE, server_inbox_cb, u) < 0) {
 			snprintf(err, errlen, "cannot reserve room for datagrams between workers");

@@ -2,6 +2,7 @@
 #include "relay/udp_sessions.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -31,6 +32,7 @@ int ss_udp_sessions_init(ss_udp_sessions_t *t, size_t memo_size, double ttl, siz
 	pthread_mutex_init(&t->lock, NULL);
 	t->memo_size = memo_size;
 	t->ttl = ttl;
+	t->live_max = live_max;
 	ss_secret_random(t->seed, sizeof(t->seed));
 	t->ready = true;
 	return 0;
@@ -47,6 +49,47 @@ void ss_udp_sessions_free(ss_udp_sessions_t *t)
 	free(t->buckets);
 	pthread_mutex_destroy(&t->lock);
 	memset(t, 0, sizeof(*t));
+}
+
+ss_udp_sessions_t *ss_udp_sessions_new(size_t memo_size, double ttl, size_t live_max,
+				       size_t ended_max)
+{
+	ss_udp_sessions_t *t = malloc(sizeof(*t));
+
+	if (!t)
+		return NULL;
+	if (ss_udp_sessions_init(t, memo_size, ttl, live_max, ended_max) < 0) {
+		free(t);
+		return NULL;
+	}
+	atomic_init(&t->refs, 1);
+	return t;
+}
+
+ss_udp_sessions_t *ss_udp_sessions_ref(ss_udp_sessions_t *t)
+{
+	atomic_fetch_add(&t->refs, 1);
+	return t;
+}
+
+void ss_udp_sessions_unref(ss_udp_sessions_t *t)
+{
+	if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
+		return;
+	ss_udp_sessions_free(t);
+	free(t);
+}
+
+unsigned ss_udp_sessions_workers(ss_udp_sessions_t *t, unsigned count)
+{
+	unsigned first;
+
+	/* A record's holder is an int, -1 for none. */
+	if (t->next_holder > (unsigned)INT_MAX - count)
+		t->next_holder = 0;
+	first = t->next_holder;
+	t->next_holder += count;
+	return first;
 }
 
 static ss_udp_session_t **sessions_bucket(ss_udp_sessions_t *t, uint32_t hash)

@@ -4,6 +4,7 @@
 
 #include <ev.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,9 @@ typedef struct ss_udp_sessions {
 	ss_udp_session_t *oldest, *newest; /* ended, by when they ended */
 	uint64_t seed[2];
 	bool ready;
+	size_t live_max;      /* sessions held at once it has room for */
+	atomic_uint refs;     /* ss_udp_sessions_new's: its holders */
+	unsigned next_holder; /* the first holder number not given out */
 	/* figures, under the lock */
 	size_t live, ended;
 	uint64_t taken_back; /* ended sessions whose datagrams came again */
@@ -83,15 +87,31 @@ int ss_udp_sessions_init(ss_udp_sessions_t *t, size_t memo_size, double ttl, siz
 /* Every worker is gone. Safe on a zeroed table, and twice. */
 void ss_udp_sessions_free(ss_udp_sessions_t *t);
 
+/* A table on the heap that several holders keep, each until it lets go:
+ * the shared objects of one configuration and of the next after a reload,
+ * so that a session's packet-id window outlives the reload. NULL when it
+ * cannot be made. */
+ss_udp_sessions_t *ss_udp_sessions_new(size_t memo_size, double ttl, size_t live_max,
+				       size_t ended_max);
+/* One more holder of t (ss_udp_sessions_new's); returns t. */
+ss_udp_sessions_t *ss_udp_sessions_ref(ss_udp_sessions_t *t);
+/* A holder lets go of t, once its workers are gone; the last one frees it.
+ * NULL is ignored. */
+void ss_udp_sessions_unref(ss_udp_sessions_t *t);
+/* Holder numbers for count workers, distinct from those given to the
+ * workers of other configurations using t: worker i claims sessions as
+ * first + i. From the thread that makes the shared objects. */
+unsigned ss_udp_sessions_workers(ss_udp_sessions_t *t, unsigned count);
+
 typedef enum {
 	SS_UDP_SESSION_MINE,  /* *out is held by the caller now: new (memo zero) or ended */
 	SS_UDP_SESSION_OTHER, /* *holder holds it: hand the datagram there */
 	SS_UDP_SESSION_FULL,  /* no room: every record is held or still protecting */
 } ss_udp_claim_t;
 
-/* Worker me opened a datagram of session key and holds no association for
- * it: takes the session's record (a new one, or an ended one with its
- * memory), unless another worker holds it. */
+/* Worker me (its holder number) opened a datagram of session key and holds
+ * no association for it: takes the session's record (a new one, or an
+ * ended one with its memory), unless another worker holds it. */
 ss_udp_claim_t ss_udp_sessions_claim(ss_udp_sessions_t *t, const struct sockaddr *key, unsigned me,
 				     double now, ss_udp_session_t **out, unsigned *holder);
 /* Its holder's association ended at now (or was never made): the record is

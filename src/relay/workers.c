@@ -48,7 +48,7 @@ void ss_workers_log_stats(const ss_instance_t *inst)
 {
 	ss_stats_t st;
 
-	ss_instance_stats(inst, &st);
+	ss_instance_worker_stats(inst, &st);
 	ss_info("worker stopped: %llu connections, %llu bytes up, %llu bytes down",
 		(unsigned long long)st.accepted, (unsigned long long)st.bytes_up,
 		(unsigned long long)st.bytes_down);
@@ -96,8 +96,8 @@ static int workers_threaded(ss_workers_t *ws, ss_worker_t *w, char *err, size_t 
 	return 0;
 }
 
-int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *loop, char *err,
-		      size_t errlen)
+int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *loop,
+		      ss_workers_t *prev, char *err, size_t errlen)
 {
 	unsigned n = cfg->workers > 1 ? (unsigned)cfg->workers : 1;
 	int rc;
@@ -108,7 +108,8 @@ int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *
 		snprintf(err, errlen, "out of memory for %u workers", n);
 		return -ENOMEM;
 	}
-	if ((rc = ss_shared_create(cfg, n, loop, &ws->shared, err, errlen)) < 0)
+	if ((rc = ss_shared_create_after(cfg, n, loop, prev ? prev->shared : NULL, &ws->shared, err,
+					 errlen)) < 0)
 		goto fail;
 	for (unsigned i = 0; i < n; i++) {
 		ss_worker_t *w = &ws->w[i];
@@ -124,9 +125,15 @@ int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *
 		if ((rc = ss_instance_listen(ws->w[i].inst, err, errlen)) < 0)
 			goto fail;
 	if (cfg->prog == SS_PROG_SERVER && cfg->manager_address[0] &&
-	    (rc = ss_report_start(&ws->report, ws->shared, loop, cfg->manager_address, err,
-				  errlen)) < 0)
+	    (!(ws->report = calloc(1, sizeof(*ws->report))) ||
+	     (rc = ss_report_start(ws->report, ws->shared, loop, cfg->manager_address, err,
+				   errlen)) < 0)) {
+		if (!ws->report) {
+			snprintf(err, errlen, "out of memory");
+			rc = -ENOMEM;
+		}
 		goto fail;
+	}
 	if (cfg->prog == SS_PROG_SERVER && cfg->metrics[0] &&
 	    (!(ws->metrics = calloc(1, sizeof(*ws->metrics))) ||
 	     (rc = ss_metrics_start(ws->metrics, ws->shared, loop, cfg->metrics, err, errlen)) <
@@ -184,9 +191,10 @@ void ss_workers_stop(ss_workers_t *ws)
 
 void ss_workers_retire(ss_workers_t *ws)
 {
-	/* The next set reports and serves the figures from now on (its own:
-	 * they start afresh), on the listener it took. */
-	ss_report_stop(&ws->report);
+	/* The next set reports and serves the figures from now on (going on
+	 * from these, relay/shared.h), on the listener it took. */
+	if (ws->report)
+		ss_report_stop(ws->report);
 	if (ws->metrics) {
 		ws->metrics->handed = ss_inherit_taken(ws->metrics->lis.fd);
 		ss_metrics_stop(ws->metrics);
@@ -224,7 +232,10 @@ void ss_workers_join(ss_workers_t *ws)
 
 void ss_workers_destroy(ss_workers_t *ws)
 {
-	ss_report_stop(&ws->report);
+	if (ws->report)
+		ss_report_stop(ws->report);
+	free(ws->report);
+	ws->report = NULL;
 	if (ws->metrics)
 		ss_metrics_stop(ws->metrics);
 	free(ws->metrics);

@@ -37,17 +37,22 @@ typedef struct ss_workers {
 	ss_shared_t *shared; /* made before the workers, freed after them */
 	ss_worker_t *w;      /* n workers, w[0] on the caller's loop */
 	unsigned n;
-	ss_report_t report;    /* --manager-address: on the caller's loop */
-	ss_metrics_t *metrics; /* --metrics: on the caller's loop, or NULL */
+	/* On the caller's loop, or NULL; apart from the set, whose struct a
+	 * reload copies while their timers and watchers run: */
+	ss_report_t *report;   /* --manager-address */
+	ss_metrics_t *metrics; /* --metrics */
 } ss_workers_t;
 
 /* The shared object and the cfg->workers workers, worker 0 on loop, every
  * TCP listener listening once all are bound, and with --manager-address
  * (ss-server) the figures' report to the manager on loop, with --metrics
- * their HTTP endpoint there. 0 or -errno with err; on
- * failure what was made is freed. */
-int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *loop, char *err,
-		      size_t errlen);
+ * their HTTP endpoint there. prev (NULL: none): the running set that a
+ * reload replaces, whose replay records the new set takes over and whose
+ * figures it goes on from (ss_shared_create_after; prev is destroyed
+ * before or after ws, on loop's thread). 0 or -errno with err; on failure
+ * what was made is freed. */
+int ss_workers_create(ss_workers_t *ws, const ss_config_t *cfg, struct ev_loop *loop,
+		      ss_workers_t *prev, char *err, size_t errlen);
 /* In the daemon after its fork: the threads' loops take it into account. */
 void ss_workers_forked(ss_workers_t *ws);
 /* Starts the threads of workers 1..n-1, with every signal blocked in them (the main thread

@@ -572,6 +572,29 @@ static void udp_io(void)
 	put("fuzz_udp_io", "gro_split", (const uint8_t[]){0, 0x4b, 0, 0x04, 0xb0, 1}, 6);
 }
 
+/* Online configuration: documents, the one-URL answer, HTTPS answers. */
+static void online(void)
+{
+	put_text("fuzz_sip008", "doc",
+		 "{\"version\": 1, \"servers\": [{\"id\": \"27b8a625\", \"remarks\": \"one\", "
+		 "\"server\": \"198.51.100.1\", \"server_port\": 8388, \"password\": \"p\", "
+		 "\"method\": \"chacha20-ietf-poly1305\", \"plugin\": \"v2ray-plugin\", "
+		 "\"plugin_opts\": \"host=example.com\"}, {\"server\": \"2001:db8::2\", "
+		 "\"server_port\": 443, \"password\": \"\", \"method\": \"none\"}], "
+		 "\"bytes_used\": 1, \"bytes_remaining\": 2}");
+	put_text("fuzz_sip008", "url", "ss://YWVzLTEyOC1nY206dGVzdA@192.168.100.1:8888#Example1\n");
+	put_text("fuzz_sip008", "bad_port",
+		 "{\"servers\": [{\"server\": \"h\", \"server_port\": 0, \"password\": \"p\", "
+		 "\"method\": \"m\"}]}");
+	put_text("fuzz_httpc", "length",
+		 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n\x10{}");
+	put_text("fuzz_httpc", "chunked",
+		 "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\x10"
+		 "5;x=y\r\nhello\r\n0\r\nT: v\r\n\r\n");
+	put_text("fuzz_httpc", "redirect", "HTTP/1.1 302 Found\r\nLocation: https://e/\r\n\r\n");
+	put_text("fuzz_httpc", "url", "ssconf://[2001:db8::1]:8443/a/b?c#d");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -584,6 +607,7 @@ int main(int argc, char **argv)
 	parsers();
 	dns();
 	http();
+	online();
 	config();
 	aead();
 	aead2022();

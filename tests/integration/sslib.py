@@ -1268,6 +1268,45 @@ def start_tunnel(procs, exe, server, target, method=None, password=None, key=Non
     return Client(p, host, port)
 
 
+def accepts(port, host=LOOPBACK4):
+    """Whether a TCP connection to host:port is accepted now."""
+    try:
+        socket.create_connection((host, port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def metrics_get(port, path="/metrics", method="GET", timeout=5):
+    """(status code, headers text, body) of one request to a --metrics
+    endpoint on loopback."""
+    with socket.create_connection((LOOPBACK4, port), timeout=T(timeout)) as s:
+        s.sendall(("%s %s HTTP/1.1\r\nHost: x\r\n\r\n" % (method, path)).encode())
+        data = recv_all(s, timeout=T(timeout))
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    return status, head.decode(), body
+
+
+def metrics_samples(port):
+    """{(name, frozenset(labels)): value} of one scrape of a --metrics
+    endpoint, parsed with prometheus_client, the format's reference parser."""
+    from prometheus_client import parser
+    status, head, body = metrics_get(port)
+    assert status == 200, head
+    assert "Content-Type: text/plain; version=0.0.4" in head, head
+    out = {}
+    for fam in parser.text_string_to_metric_families(body.decode()):
+        for s in fam.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def metric(samples, name, **labels):
+    """One value of metrics_samples' by name and labels."""
+    return samples[(name, frozenset((k, str(v)) for k, v in labels.items()))]
+
+
 def capture_client_stream(procs, local_exe, method, password, target, payload,
                           timeout=None):
     """The bytes a real ss-local sends to its server for one SOCKS5 CONNECT

@@ -9,6 +9,7 @@ import json
 import os
 import socket
 import stat
+import time
 
 import sslib
 
@@ -411,6 +412,54 @@ def test_add_and_remove_users_of_a_running_port(ss, tmp_path, echo):
     mgr, c = start_manager(ss, tmp_path, udp_control(), name="ss-manager-2")
     assert sslib.wait_for(lambda: not refused(port), sslib.T(5))
     assert relays(clients["carol"], echo) and not relays(clients["alice"], echo)
+
+
+def test_add_user_carries_figures_and_replay_records(ss, tmp_path, echo):
+    """add_user and remove_user serve the port from a new instance: its
+    ping goes on from the earlier instances' (exactly the bytes relayed both
+    ways, a removed user's included), and a first flight the port served
+    before is refused after."""
+    mgr, c = start_manager(ss, tmp_path, udp_control())
+    port, method = sslib.free_port(), "aes-256-gcm"
+    pw = {n: sslib.random_password() for n in ("alice", "bob")}
+    assert c.ask("add: " + json.dumps({"server_port": port, "method": method, "users": [
+        {"name": "alice", "password": pw["alice"]}]})) == "ok"
+    alice = user_client(ss, port, method, pw["alice"])
+    held = sslib.socks5_connect(alice.addr, *echo.addr)
+    sslib.echo_check(held, os.urandom(3000))
+    stream = sslib.capture_client_stream(ss.procs, ss.exe("ss-local"), method, pw["alice"],
+                                         echo.addr, b"once")
+    with sslib.connect(sslib.LOOPBACK4, port) as h:
+        h.sendall(stream)
+        h.settimeout(sslib.T(5))
+        assert h.recv(65536), "the captured first flight was not served"
+    total = 2 * 3000 + 2 * len(b"once")
+    assert sslib.wait_for(lambda: c.ping()[port] == total, sslib.T(5)), (c.ping(), total)
+
+    add = {"server_port": port, "name": "bob", "password": pw["bob"]}
+    assert c.ask("add_user: " + json.dumps(add)) == "ok"
+    assert c.ping()[port] == total
+    with sslib.connect(sslib.LOOPBACK4, port) as h:
+        h.sendall(stream)
+        state, data = sslib.wait_closed(h, 1.0)
+        assert (state, data) == ("open", b""), "the replay got %s %r" % (state, data)
+    bob = user_client(ss, port, method, pw["bob"])
+    assert relays(bob, echo, 2000)
+    sslib.echo_check(held, os.urandom(1000))  # the first instance's, going on
+    total += 2 * 2000 + 2 * 1000
+    assert c.ping()[port] == total
+
+    assert c.ask('remove_user: {"server_port": %d, "name": "bob"}' % port) == "ok"
+    assert c.ping()[port] == total  # bob's bytes stay the port's
+    held.close()
+    assert relays(alice, echo, 500)
+    total += 2 * 500
+    assert c.ping()[port] == total
+    # The earlier instances go once their connections have ended (checked
+    # every 0.25 s): what they counted stays, once.
+    time.sleep(1.0)
+    assert c.ping()[port] == total
+    assert echo.accepted == 4, "the replayed flight reached the target"
 
 
 def test_users_of_a_2022_port(ss, tmp_path, echo):

@@ -176,7 +176,7 @@ def _manage(ss, ctl, maddr, workdir, port, echo, blob):
     assert wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), T(5))
     pid = int(pidfile.read_text())
     assert sslib.alive(pid)
-    assert wait_for(lambda: _listening(port), T(5)), "our ss-server does not listen"
+    assert wait_for(lambda: sslib.accepts(port), T(5)), "our ss-server does not listen"
 
     server = sslib.Server(None, sslib.LOOPBACK4, port, METHOD, password, None)
     client = ss.local(server)
@@ -192,7 +192,7 @@ def _manage(ss, ctl, maddr, workdir, port, echo, blob):
 
     assert _ask(ctl, maddr, json_cmd("remove", {"server_port": port})) == b"ok"
     assert wait_for(lambda: not sslib.alive(pid), T(5)), "ss-server still runs"
-    assert wait_for(lambda: not _listening(port), T(5)), "the port is still open"
+    assert wait_for(lambda: not sslib.accepts(port), T(5)), "the port is still open"
     assert port not in _pinged(ctl, maddr)
 
 
@@ -214,11 +214,3 @@ def _pinged(ctl, maddr):
     text = data.decode()
     assert text.startswith("stat: "), text
     return {int(k): v for k, v in json.loads(text[len("stat: "):]).items()}
-
-
-def _listening(port):
-    try:
-        socket.create_connection((sslib.LOOPBACK4, port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False

@@ -161,6 +161,65 @@ static void test_blocks_sum(void **state)
 	ss_figures_free(b, 2);
 }
 
+/* A reload: the figures of one layout read in, then folded into, the next
+ * one's, by port number and user name; a removed user's rows stay in its
+ * port's totals, a removed port's in the totals alone. */
+static void test_fold_matches_names(void **state)
+{
+	ss_config_user_t ua[2] = {{.name = "ann"}, {.name = "bob"}};
+	ss_config_user_t ub[2] = {{.name = "cy"}, {.name = "ann"}};
+	ss_config_t ca = {
+	    .prog = SS_PROG_SERVER, .server_port = 8388, .n_servers = 2, .users = ua, .n_users = 2};
+	ss_config_t cb = {
+	    .prog = SS_PROG_SERVER, .server_port = 8388, .n_servers = 1, .users = ub, .n_users = 2};
+	ss_fig_layout_t la, lb;
+	ss_fig_block_t a[1], b[1];
+	ss_fig_row_t away = {0};
+	ss_fig_sum_t s = {0};
+	(void)state;
+
+	ca.servers[1].port = 9000;
+	ss_fig_layout_init(&la, &ca);
+	ss_fig_layout_init(&lb, &cb);
+	assert_int_equal(ss_figures_alloc(a, 1, &la), 0);
+	assert_int_equal(ss_figures_alloc(b, 1, &lb), 0);
+	ss_fig_add(&ss_figures_row(a, &la, 0, 1)->bytes[0], 10); /* ann, 8388 */
+	ss_fig_add(&ss_figures_row(a, &la, 0, 1)->opened, 1);
+	ss_fig_add(&ss_figures_row(a, &la, 0, 2)->bytes[1], 20); /* bob, 8388 */
+	ss_fig_add(&ss_figures_row(a, &la, 1, 1)->bytes[0], 40); /* ann, 9000 */
+	ss_fig_add(&a->port[0].refused[SS_REFUSED_REPLAY], 2);
+	ss_fig_add(&a->port[1].refused[SS_REFUSED_REPLAY], 5);
+	ss_fig_add(&ss_figures_row(b, &lb, 0, 2)->bytes[0], 1); /* ann, in b */
+
+	/* Read through: ann is row 2 in b; cy has nothing of a's. */
+	ss_figures_add(a, 1, &la, &lb, 0, 2, &s);
+	assert_int_equal(s.bytes[0], 10);
+	assert_int_equal(s.opened, 1);
+	assert_int_equal(s.refused[SS_REFUSED_REPLAY], 2);
+	memset(&s, 0, sizeof(s));
+	ss_figures_add(a, 1, &la, &lb, 0, 1, &s);
+	assert_int_equal(s.bytes[0] + s.bytes[1], 0);
+	memset(&s, 0, sizeof(s));
+	ss_figures_add(a, 1, &la, &lb, 0, SS_FIG_PORT_ALL, &s);
+	assert_int_equal(s.bytes[0] + s.bytes[1], 30); /* bob's in the port's */
+
+	/* Folded: the same, from b's carried block. */
+	ss_figures_fold(b, &away, &lb, a, 1, &la);
+	ss_figures_sum(b, 1, &lb, 0, 2, &s);
+	assert_int_equal(s.bytes[0], 11);
+	assert_int_equal(s.refused[SS_REFUSED_REPLAY], 2);
+	ss_figures_sum(b, 1, &lb, 0, SS_FIG_PORT_ALL, &s);
+	assert_int_equal(s.bytes[0] + s.bytes[1], 31);
+	assert_int_equal(ss_fig_get(&b->gone[0].bytes[1]), 20);
+	assert_int_equal(ss_fig_get(&away.bytes[0]), 40); /* port 9000 is gone */
+	memset(&s, 0, sizeof(s));
+	ss_figures_add_all(b, 1, &lb, &s);
+	ss_figures_add_row(&s, &away);
+	assert_int_equal(s.bytes[0] + s.bytes[1], 71); /* nothing lost */
+	ss_figures_free(a, 1);
+	ss_figures_free(b, 1);
+}
+
 /* The user is told by the pointer the codec reports: that of a user's
  * name in the configuration, never a copy. */
 static void test_user_index(void **state)
@@ -188,13 +247,13 @@ static void test_report_format(void **state)
 {
 	ss_config_t cfg = {.prog = SS_PROG_SERVER, .server_port = 8388, .n_servers = 2};
 	ss_shared_t sh = {.cfg = &cfg, .count = 2};
-	ss_fig_block_t b[2];
+	ss_fig_block_t b[3]; /* two workers', and the carried one */
 	char buf[128];
 	(void)state;
 
 	cfg.servers[1].port = 9000;
 	ss_fig_layout_init(&sh.fig_layout, &cfg);
-	assert_int_equal(ss_figures_alloc(b, 2, &sh.fig_layout), 0);
+	assert_int_equal(ss_figures_alloc(b, 3, &sh.fig_layout), 0);
 	sh.fig = b;
 	ss_fig_add(&ss_figures_row(&b[0], &sh.fig_layout, 0, 0)->bytes[0], 100);
 	ss_fig_add(&ss_figures_row(&b[1], &sh.fig_layout, 0, 0)->bytes[1], 23);
@@ -203,7 +262,11 @@ static void test_report_format(void **state)
 			 (int)strlen("stat: {\"8388\":123,\"9000\":1}"));
 	assert_string_equal(buf, "stat: {\"8388\":123,\"9000\":1}");
 	assert_int_equal(ss_report_format(&sh, buf, 12), -ENOSPC);
-	ss_figures_free(b, 2);
+	/* What a reload carried, a removed user's included. */
+	ss_fig_add(&b[2].gone[1].bytes[0], 1000);
+	ss_report_format(&sh, buf, sizeof(buf));
+	assert_string_equal(buf, "stat: {\"8388\":123,\"9000\":1001}");
+	ss_figures_free(b, 3);
 }
 
 static void test_report_parse(void **state)
@@ -285,6 +348,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_open_connection_counts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_refused_counts, setup, teardown),
 	    cmocka_unit_test(test_blocks_sum),
+	    cmocka_unit_test(test_fold_matches_names),
 	    cmocka_unit_test(test_user_index),
 	    cmocka_unit_test(test_report_format),
 	    cmocka_unit_test(test_report_parse),

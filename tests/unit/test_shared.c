@@ -64,7 +64,7 @@ static void test_create(void **state)
 	assert_true(sh->tcp && sh->udp);
 	assert_true(sh->max_conns > 0 && sh->max_assoc > 0 && sh->max_pipes > 0);
 	assert_non_null(ss_codec_priv(&sh->codec)->pool);
-	assert_true(sh->sessions.ready);
+	assert_true(sh->sessions && sh->sessions->ready);
 	assert_null(sh->acl);
 	assert_int_equal(sh->n_plugins, 0);
 	/* One worker takes what three share. */
@@ -111,6 +111,69 @@ static void test_lighter(void **state)
 	ss_shared_load(sh, 2, -1);
 	assert_int_equal(ss_shared_lighter(sh, 2), -1);
 	ss_shared_free(sh);
+	ss_config_clear(&cfg);
+}
+
+/* A reload: the next object holds the same replay pools and session
+ * table, its figures go on from the running one's while it serves and
+ * once it is freed; the chain mends whichever goes first. */
+static void test_chain_carries(void **state)
+{
+	char args[][32] = {"ss-server", "-s",          "127.0.0.1", "-p", "8388",
+			   "-m",        "aes-256-gcm", "-k",        "x",  "-u"};
+	char *argv[10];
+	ss_config_t cfg2;
+	ss_shared_t *a, *b, *c, *d;
+	ss_fig_sum_t s;
+	(void)state;
+
+	server_config();
+	assert_int_equal(ss_shared_create(&cfg, 2, NULL, &a, err, sizeof(err)), 0);
+	assert_int_equal(ss_shared_create_after(&cfg, 3, NULL, a, &b, err, sizeof(err)), 0);
+	assert_ptr_equal(ss_codec_priv(&b->codec)->pool, ss_codec_priv(&a->codec)->pool);
+	assert_ptr_equal(b->sessions, a->sessions);
+	assert_true(b->holder0 >= a->holder0 + a->count);
+	assert_ptr_equal(a->newer, b);
+	assert_ptr_equal(b->older, a);
+
+	ss_fig_add(&ss_figures_row(&a->fig[1], &a->fig_layout, 0, 0)->bytes[0], 100);
+	ss_fig_add(&ss_figures_row(&a->fig[1], &a->fig_layout, 0, 0)->opened, 2);
+	ss_fig_add(&ss_figures_row(&a->fig[0], &a->fig_layout, 0, 0)->closed, 1);
+	ss_fig_add(&ss_figures_row(&b->fig[2], &b->fig_layout, 0, 0)->bytes[0], 5);
+	ss_shared_figures(b, 0, 0, &s);
+	assert_int_equal(s.bytes[0], 105);
+	assert_int_equal(s.opened - s.closed, 1); /* a's open one */
+	ss_shared_carried(b, &s);
+	assert_int_equal(s.bytes[0], 100);
+
+	/* A third, then the middle one goes first. */
+	assert_int_equal(ss_shared_create_after(&cfg, 1, NULL, b, &c, err, sizeof(err)), 0);
+	ss_shared_free(b);
+	assert_ptr_equal(a->newer, c);
+	assert_ptr_equal(c->older, a);
+	ss_shared_figures(c, 0, 0, &s);
+	assert_int_equal(s.bytes[0], 105);
+	ss_shared_free(a);
+	assert_null(c->older);
+	ss_shared_figures(c, 0, 0, &s);
+	assert_int_equal(s.bytes[0], 105);
+	assert_int_equal(s.opened, 2);
+	assert_int_equal(s.closed, 1);
+
+	/* Another kind of replay pool (SIP004's): records start afresh. */
+	for (int i = 0; i < 10; i++)
+		argv[i] = args[i];
+	memset(&cfg2, 0, sizeof(cfg2));
+	assert_int_equal(ss_config_parse(&cfg2, SS_PROG_SERVER, 10, argv, NULL, err, sizeof(err)),
+			 SS_CONFIG_RUN);
+	assert_int_equal(ss_shared_create_after(&cfg2, 1, NULL, c, &d, err, sizeof(err)), 0);
+	assert_ptr_not_equal(ss_codec_priv(&d->codec)->pool, ss_codec_priv(&c->codec)->pool);
+	assert_null(d->sessions);
+	ss_shared_figures(d, 0, 0, &s); /* the figures carry all the same */
+	assert_int_equal(s.bytes[0], 105);
+	ss_shared_free(d);
+	ss_shared_free(c);
+	ss_config_clear(&cfg2);
 	ss_config_clear(&cfg);
 }
 
@@ -235,7 +298,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_create),           cmocka_unit_test(test_unvalidated),
 	    cmocka_unit_test(test_lighter),          cmocka_unit_test(test_hand_off),
-	    cmocka_unit_test(test_hand_off_threads),
+	    cmocka_unit_test(test_hand_off_threads), cmocka_unit_test(test_chain_carries),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
