@@ -38,14 +38,15 @@ static const char *dns_peer(const ss_dns_asker_t *who, char *buf, size_t len)
 
 /* --- where a name goes --- */
 
-/* Whether name is one of the servers': those are looked up without the
+/* Whether name is one of the servers' (those the instance has now, an
+ * online configuration's included): those are looked up without the
  * tunnel they lead to. */
 static bool dns_is_server_name(const ss_dns_t *d, const char *name)
 {
-	const ss_config_t *cfg = d->inst->cfg;
+	const ss_servers_t *set = &d->inst->servers;
 
-	for (size_t i = 0; i < cfg->n_servers; i++)
-		if (strcasecmp(cfg->servers[i].host, name) == 0)
+	for (size_t i = 0; i < set->n; i++)
+		if (set->s[i].cfg && strcasecmp(set->s[i].cfg->host, name) == 0)
 			return true;
 	return false;
 }

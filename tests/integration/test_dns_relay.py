@@ -296,6 +296,23 @@ def test_no_acl_proxies_every_name(ss, tmp_path, servers):
     assert local.names() == []
 
 
+def test_server_names_go_direct(ss, tmp_path, servers):
+    """The server's own host name is asked of the local name server, even
+    with no ACL: it must be found without the tunnel it leads to."""
+    remote, local = servers
+    server = ss.server(extra=["-u"])
+    by_name = sslib.Server(server.program, "localhost", server.port, server.method,
+                           server.password)
+    port = NameServer.free_port()
+    client = ss.local(by_name, extra=["-u", "--dns", "127.0.0.1:%d" % port, "--remote-dns",
+                                      remote.addr, "--local-dns", local.addr])
+    wait_relay(client.program.pid, port)
+    dns = (sslib.LOOPBACK4, port)
+    assert address_of(ask(dns, "LocalHost")[0]) == ["10.0.0.2"]
+    assert address_of(ask(dns, "other.test")[0]) == ["10.0.0.1"]
+    assert local.names() == ["localhost"] and remote.names() == ["other.test"]
+
+
 def test_address_rules_decide_by_the_local_answer(ss, tmp_path, servers):
     """A name no name rule decides, with address rules in the ACL: the
     local answer stands when the ACL bypasses its addresses, else the name
