@@ -192,6 +192,20 @@ int ss_cfg_tunnel(const char *text, ss_addr_t *a, const char *name, char *err, s
 	return 0;
 }
 
+int ss_cfg_dns_addr(const char *text, bool name_ok, ss_addr_t *a, const char *name, char *err,
+		    size_t errlen)
+{
+	ss_host_port_t hp;
+
+	if (ss_cfg_host_port(text, &hp, name, err, errlen) != 0)
+		return -EINVAL;
+	if (ss_addr_from_host(a, hp.host, hp.port ? hp.port : 53) != 0 ||
+	    (!name_ok && a->atyp == SS_ATYP_DOMAIN))
+		return ss_cfg_err(err, errlen, "%s must be an IP address (and port), not '%s'",
+				  name, text);
+	return 0;
+}
+
 int ss_cfg_method(ss_config_t *cfg, const char *name, char *err, size_t errlen)
 {
 	const ss_method_t *m;
@@ -573,6 +587,13 @@ static int finish(ss_config_t *cfg, char *err, size_t errlen)
 	if (cfg->prog == SS_PROG_TUNNEL && !cfg->have_tunnel_addr)
 		return ss_cfg_err(err, errlen,
 				  "missing tunnel address (-L host:port or \"tunnel_address\")");
+
+	if (cfg->have_dns && !cfg->have_remote_dns)
+		ss_addr_from_host(&cfg->remote_dns, "8.8.8.8", 53);
+	if (!cfg->have_dns && (cfg->have_remote_dns || cfg->have_local_dns))
+		return ss_cfg_err(err, errlen,
+				  "%s is for the DNS relay, which --dns (\"dns\") turns on",
+				  cfg->have_remote_dns ? "--remote-dns" : "--local-dns");
 
 	if (cfg->plugin[0] &&
 	    ss_cfg_plugin_carries(cfg, cfg->plugin, cfg->plugin_mode, &cfg->plugin_tcp,

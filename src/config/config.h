@@ -204,6 +204,15 @@ struct ss_config {
 	 * never a path or a command line (as a URL's: ss_url_plugin_name_ok).
 	 * Set by ss-manager for a plugin a port was added with. */
 	bool plugin_name_only;
+	/* ss-local's DNS relay (relay/dns.h). --dns / "dns": where it answers,
+	 * over UDP and TCP (have_dns false: no relay). --remote-dns /
+	 * "remote_dns": the name server asked through the server, an address
+	 * or a name the server looks up (default 8.8.8.8:53). --local-dns /
+	 * "local_dns": the one asked directly, an address (default: the first
+	 * name server of /etc/resolv.conf, read when the relay starts). Each
+	 * port defaults to 53. */
+	ss_addr_t dns_addr, remote_dns, local_dns;
+	bool have_dns, have_remote_dns, have_local_dns;
 	/* --print-url (ss-server): print the ss:// URLs clients need and exit.
 	 * The password text is then kept (for the URLs) until ss_config_clear. */
 	bool print_url;

@@ -47,6 +47,9 @@ typedef enum {
 	/* The online configuration (SIP008). */
 	SS_CF_ONLINE_CONFIG,
 	SS_CF_CA_FILE,
+	SS_CF_DNS,
+	SS_CF_REMOTE_DNS,
+	SS_CF_LOCAL_DNS,
 	SS_CF_COUNT,
 } ss_cfg_field_t;
 
@@ -86,6 +89,13 @@ int ss_cfg_host_port(const char *text, ss_host_port_t *hp, const char *name, cha
 
 /* "host:port" or "[v6]:port" into an address; the port is required. */
 int ss_cfg_tunnel(const char *text, ss_addr_t *a, const char *name, char *err, size_t errlen);
+
+/* A name server's address for the DNS relay: "addr", "addr:port",
+ * "v6literal" or "[v6]:port", the port 53 when not given; a name too when
+ * name_ok (one the server looks up). 0 or -EINVAL with err naming the
+ * setting. */
+int ss_cfg_dns_addr(const char *text, bool name_ok, ss_addr_t *a, const char *name, char *err,
+		    size_t errlen);
 
 /* Sets the method by name, passing the lookup's message through. */
 int ss_cfg_method(ss_config_t *cfg, const char *name, char *err, size_t errlen);

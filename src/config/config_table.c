@@ -77,6 +77,28 @@ static int set_local_ip(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, si
 	return 0;
 }
 
+/* --dns, --remote-dns, --local-dns: an address and port (53 when not
+ * given); the remote name server may be a name, which the server looks
+ * up. */
+static int set_dns(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen)
+{
+	size_t off = v->set->off;
+	ss_addr_t *a = (ss_addr_t *)(void *)((char *)cfg + off);
+	bool *have = off == offsetof(ss_config_t, dns_addr)     ? &cfg->have_dns
+		     : off == offsetof(ss_config_t, remote_dns) ? &cfg->have_remote_dns
+								: &cfg->have_local_dns;
+	char buf[32];
+	const char *text = ss_cfg_value_text(v, buf, sizeof(buf));
+
+	if (text == NULL || text[0] == '\0')
+		return ss_cfg_value_refuse(v, "must be an address (and port)", err, errlen);
+	if (ss_cfg_dns_addr(text, off == offsetof(ss_config_t, remote_dns), a, v->name, err,
+			    errlen) != 0)
+		return -EINVAL;
+	*have = true;
+	return 0;
+}
+
 /* -v counts; the file gives a level, or true or false. */
 static int set_verbose(ss_config_t *cfg, const ss_cfg_value_t *v, char *err, size_t errlen)
 {
@@ -560,6 +582,41 @@ const ss_setting_t ss_cfg_settings[] = {
      .scope = SOCKS_SCOPE,
      .flags = SS_SET_FILE_KEEPS,
      .help = "Users who may log in, one name:password\na line."},
+    /* ss-local's DNS relay. */
+    {.key = "dns",
+     .lopt = "dns",
+     .arg = "<addr:port>",
+     .type = SS_SET_FN,
+     FIELD(dns_addr),
+     .fn = set_dns,
+     .field = SS_CF_DNS,
+     .progs = ONLY(LOCAL),
+     .scope = "%s is for ss-local",
+     .flags = SS_SET_GAP | SS_SET_FILE_SKIPS,
+     .help = "Answer DNS here, UDP and TCP (port 53 if\nnot given): names the ACL proxies are\n"
+	     "asked through the server, the others\ndirectly."},
+    {.key = "remote_dns",
+     .lopt = "remote-dns",
+     .arg = "<addr:port>",
+     .type = SS_SET_FN,
+     FIELD(remote_dns),
+     .fn = set_dns,
+     .field = SS_CF_REMOTE_DNS,
+     .progs = ONLY(LOCAL),
+     .scope = "%s is for ss-local",
+     .flags = SS_SET_FILE_SKIPS,
+     .help = "The name server asked through the server\n(8.8.8.8:53)."},
+    {.key = "local_dns",
+     .lopt = "local-dns",
+     .arg = "<addr:port>",
+     .type = SS_SET_FN,
+     FIELD(local_dns),
+     .fn = set_dns,
+     .field = SS_CF_LOCAL_DNS,
+     .progs = ONLY(LOCAL),
+     .scope = "%s is for ss-local",
+     .flags = SS_SET_FILE_SKIPS,
+     .help = "The name server asked directly (the first\nof /etc/resolv.conf)."},
     {.key = "manager_address",
      .lopt = "manager-address",
      .arg = "<addr>",
@@ -596,7 +653,8 @@ const ss_setting_t ss_cfg_settings[] = {
      .progs = ONLY(SERVER) | MGR,
      .scope = "%s is for ss-server and ss-manager",
      .help = "Refuse targets at loopback, private,\nlink-local and multicast addresses.",
-     .help_manager = "Ports refuse private targets: the default;\n\"block_private\": false in the file\nturns it off."},
+     .help_manager = "Ports refuse private targets: the default;\n\"block_private\": false in the "
+		     "file\nturns it off."},
     {.key = "workdir",
      .opt = 'D',
      .lopt = "workdir",

@@ -192,6 +192,15 @@ static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *
 			fprintf(out, "tunnel to: %s\n",
 				ss_addr_format(&cfg->tunnel_addr, to, sizeof(to)));
 		}
+		if (cfg->have_dns) {
+			char at[SS_ADDR_STRLEN], remote[SS_ADDR_STRLEN], local[SS_ADDR_STRLEN];
+			fprintf(out, "DNS relay: %s, proxied names to %s, the others to %s\n",
+				ss_addr_format(&cfg->dns_addr, at, sizeof(at)),
+				ss_addr_format(&cfg->remote_dns, remote, sizeof(remote)),
+				cfg->have_local_dns
+				    ? ss_addr_format(&cfg->local_dns, local, sizeof(local))
+				    : "the first name server of /etc/resolv.conf");
+		}
 		if (cfg->prog == SS_PROG_REDIR)
 			fprintf(out, "transparent proxy: TCP by %s%s\n",
 				cfg->tcp_tproxy ? "TPROXY" : "REDIRECT",

@@ -145,14 +145,14 @@ void ss_conn_connected(ss_conn_t *c, int err)
 	struct ss_instance *inst = c->inst;
 
 	if (c->srv < 0) {
-		inst->ops->connected(c, err);
+		ss_conn_ops(c)->connected(c, err);
 		return;
 	}
 	bool moved = ss_servers_connected(&inst->servers, c->srv, err);
 	if (!err) {
 		c->connected = true;
 		c->srv_since = ev_now(inst->loop);
-		inst->ops->connected(c, 0);
+		ss_conn_ops(c)->connected(c, 0);
 		return;
 	}
 	if (c->side[SS_OUT].fd >= 0) {
@@ -304,7 +304,7 @@ static void conn_io_cb(struct ev_loop *loop, ev_io *w, int revents)
 	switch (c->state) {
 	case SS_CONN_HANDSHAKE:
 		if (side == SS_IN && w == &c->side[SS_IN].rio)
-			c->inst->ops->inbound(c);
+			ss_conn_ops(c)->inbound(c);
 		break;
 	case SS_CONN_RESOLVING:
 	case SS_CONN_CONNECTING:
@@ -374,7 +374,7 @@ void ss_conn_slot_free(ss_conn_t *c)
  * decodes what comes back; a server the other way round. */
 static int conn_encoder(const ss_conn_t *c)
 {
-	return c->inst->ops->client ? SS_IN : SS_OUT;
+	return ss_conn_ops(c)->client ? SS_IN : SS_OUT;
 }
 
 /* The connection goes through codec k (of class cls): its states, set up
@@ -439,9 +439,10 @@ void ss_conn_reset(ss_conn_t *c)
 		ss_conn_dir_fresh(&c->dir[d]);
 }
 
-void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
+void ss_conn_accept(struct ss_instance *inst, bool door, int fd, const struct sockaddr *peer,
 		    socklen_t peerlen)
 {
+	const ss_handshake_ops_t *ops = door ? inst->door_ops : inst->ops;
 	ss_conn_t *c = ss_pool_get(&inst->conns, NULL);
 
 	if (!c) {
@@ -452,13 +453,14 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	if (!c->inst)
 		conn_slot_init(inst, c);
 	c->inst = inst;
+	c->door = door;
 	c->state = SS_CONN_HANDSHAKE;
 	memset(&c->hs, 0, sizeof(c->hs));
 	c->lookup_busy = c->srv_wait = false;
 	c->srv_next = NULL;
 	c->next_closed = NULL;
 	c->fig = 0;
-	c->action = inst->ops->name;
+	c->action = ops->name;
 	ss_inaddr_set(&c->peer, peer, peerlen);
 	for (int d = 0; d < 2; d++) {
 		ss_dir_t *dir = &c->dir[d];
@@ -467,7 +469,7 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 		dir->bytes = dir->spliced = 0;
 	}
 	ss_conn_reset(c);
-	if (!inst->ops->client && ss_conn_use_codec(c, &inst->codec, 0) < 0) {
+	if (!ops->client && ss_conn_use_codec(c, &inst->codec, 0) < 0) {
 		ss_err("cannot set up the cipher state");
 		ss_pool_put(&inst->conns, c);
 		close(fd);
@@ -488,11 +490,11 @@ void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *pee
 	conn_expendable_add(c);
 	ss_conn_arm_timer(c);
 	ss_conn_want(c, SS_IN, EV_READ, true);
-	inst->ops->accepted(c);
+	ops->accepted(c);
 	/* A client that speaks first has usually sent its first bytes by the
 	 * time it is accepted: reading now spares a trip through the loop. */
-	if (inst->ops->client_first && c->state == SS_CONN_HANDSHAKE)
-		inst->ops->inbound(c);
+	if (ops->client_first && c->state == SS_CONN_HANDSHAKE)
+		ops->inbound(c);
 }
 
 void ss_conn_close(ss_conn_t *c, const char *reason)

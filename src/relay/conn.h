@@ -90,11 +90,14 @@ typedef struct ss_conn {
 	 * exp_next): those that have not completed a handshake since they
 	 * were accepted, and those draining. Each ends at deadline, whatever
 	 * it sends, and may be closed earlier to make room for a new one
-	 * (ss_conn_make_room). */
-	bool expendable;
-	bool lookup_busy; /* a resolver callback is still owed */
-	bool lead_wait;   /* waiting briefly for a first payload to ride with the header */
-	bool bypass;      /* client: the ACL sends it straight to its target */
+	 * (ss_conn_make_room). Flags in bits, so that they share a byte. */
+	bool expendable : 1;
+	bool lookup_busy : 1; /* a resolver callback is still owed */
+	bool lead_wait : 1;   /* waiting briefly for a first payload to ride with the header */
+	bool bypass : 1;      /* client: the ACL sends it straight to its target */
+	/* It came to the instance's door (ss_instance_listen_door), and
+	 * starts with the door's handshake, not the program's (ss_conn_ops). */
+	bool door : 1;
 	/* The handshake's own state, laid out by its front end (relay/hs_*.c,
 	 * each with its own struct, checked to fit), zeroed at the accept: used
 	 * in HANDSHAKE and by the front end's pump filter in STREAM. */
@@ -165,6 +168,7 @@ extern const ss_handshake_ops_t ss_hs_local;  /* ss-local: its front ends (hs_lo
 extern const ss_handshake_ops_t ss_hs_tunnel; /* ss-tunnel */
 extern const ss_handshake_ops_t ss_hs_redir;  /* ss-redir */
 extern const ss_handshake_ops_t ss_hs_server; /* ss-server */
+extern const ss_handshake_ops_t ss_hs_dns;    /* ss-local's DNS relay door (relay/dns.h) */
 
 /* Core services for handshakes (relay/conn.c). */
 
@@ -207,8 +211,9 @@ void ss_conn_stream(ss_conn_t *c);
  * payload, may point into the direction's own buffer), in front of the
  * first chunk and enters STREAM. */
 void ss_conn_client_stream(ss_conn_t *c, const uint8_t *extra, size_t n);
-/* For the instance: a new inbound socket, and the deferred frees. */
-void ss_conn_accept(struct ss_instance *inst, int fd, const struct sockaddr *peer,
+/* For the instance: a new inbound socket (that came to its door, or to
+ * the program's own listeners), and the deferred frees. */
+void ss_conn_accept(struct ss_instance *inst, bool door, int fd, const struct sockaddr *peer,
 		    socklen_t peerlen);
 void ss_conn_reap(struct ss_instance *inst);
 /* Every slot is taken and a connection waits to be accepted: closes the

@@ -156,7 +156,7 @@ void ss_conn_connect_server(ss_conn_t *c)
 			ss_conn_arm_timer(c);
 			return;
 		}
-		inst->ops->connected(c, c->out_err ? c->out_err : EHOSTUNREACH);
+		ss_conn_ops(c)->connected(c, c->out_err ? c->out_err : EHOSTUNREACH);
 		return;
 	}
 	ss_server_t *s = &set->s[i];
@@ -220,7 +220,7 @@ static void conn_route_resolved(void *arg, int status, const struct sockaddr *sa
 	c->deadline = ev_now(c->inst->loop) + c->inst->connect_timeout;
 	if (d == SS_ACL_BYPASS && status < 0) {
 		/* Going direct needs the address the lookup did not give. */
-		c->inst->ops->connected(c, EHOSTUNREACH);
+		ss_conn_ops(c)->connected(c, EHOSTUNREACH);
 		return;
 	}
 	conn_route(c, d, status < 0 ? NULL : sa, len);

@@ -10,8 +10,10 @@
 
 /* ss-tunnel: every inbound connection goes to the fixed -L target.
  * ss-redir: each goes where the firewall found it heading before its
- * REDIRECT or TPROXY rule brought it here. Both then relay the stream as it
- * comes, with no handshake of the client's. */
+ * REDIRECT or TPROXY rule brought it here. The DNS relay's door
+ * (relay/dns.h): each goes to the remote name server, always through a
+ * server. All then relay the stream as it comes, with no handshake of the
+ * client's. */
 
 static void tunnel_accepted(ss_conn_t *c)
 {
@@ -50,6 +52,15 @@ static void redir_accepted(ss_conn_t *c)
 	ss_conn_connect_route(c);
 }
 
+/* The DNS relay's queries through the server: whatever the ACL says of the
+ * name server's address, the relay chose this path for the name asked. */
+static void dns_accepted(ss_conn_t *c)
+{
+	c->target = c->inst->cfg->remote_dns;
+	c->action = "dns";
+	ss_conn_connect_server(c);
+}
+
 static void tunnel_inbound(ss_conn_t *c)
 {
 	(void)c; /* no handshake: reading starts with the stream */
@@ -80,6 +91,14 @@ const ss_handshake_ops_t ss_hs_redir = {
     .name = "redir",
     .client = true,
     .accepted = redir_accepted,
+    .inbound = tunnel_inbound,
+    .connected = tunnel_connected,
+};
+
+const ss_handshake_ops_t ss_hs_dns = {
+    .name = "dns",
+    .client = true,
+    .accepted = dns_accepted,
     .inbound = tunnel_inbound,
     .connected = tunnel_connected,
 };

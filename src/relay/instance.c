@@ -342,8 +342,13 @@ static int instance_open(struct ss_instance *inst, char *err, size_t errlen)
 	 * (its servers' plugins not up yet), a connection could only fail. */
 	inst->held = !ss_servers_tcp_reachable(&inst->servers);
 	ss_servers_start(&inst->servers);
-	return ss_instance_listen_on(inst, cfg->local_addr[0] ? cfg->local_addr : "127.0.0.1",
-				     cfg->local_port, sh->tcp, sh->udp, err, errlen);
+	if ((rc = ss_instance_listen_on(inst, cfg->local_addr[0] ? cfg->local_addr : "127.0.0.1",
+					cfg->local_port, sh->tcp, sh->udp, err, errlen)) < 0)
+		return rc;
+	/* One DNS relay, on the first worker's loop. */
+	if (cfg->have_dns && inst->worker == 0)
+		return ss_dns_start(inst, &inst->dns, err, errlen);
+	return 0;
 }
 
 int ss_instance_create_worker(ss_shared_t *sh, struct ev_loop *loop, unsigned index,
@@ -418,6 +423,7 @@ void ss_instance_retire(ss_instance_t *inst)
 {
 	if (inst->stopping || inst->retiring)
 		return;
+	ss_dns_stop(inst->dns);
 	ss_instance_accept_retire(inst);
 	inst->retiring = true;
 	ss_udp_retire(&inst->udp);
@@ -455,6 +461,7 @@ void ss_instance_stop(ss_instance_t *inst)
 	}
 	/* Connections handed over and not yet taken end with the rest. */
 	ss_instance_handoff_close(inst);
+	ss_dns_stop(inst->dns);
 	ss_servers_stop(&inst->servers);
 	/* Lookups in flight finish with ECANCELED, while their owners still stand. */
 	ss_resolver_free(&inst->resolver);
@@ -486,6 +493,7 @@ void ss_instance_destroy(ss_instance_t *inst)
 	}
 	ev_prepare_stop(inst->loop, &inst->reaper);
 	ss_instance_handoff_close(inst); /* handed over since: closed */
+	ss_dns_free(inst->dns);
 	ss_pipe_pool_destroy(&inst->pipes);
 	ss_acl_free(inst->acl);
 	ss_udp_destroy(&inst->udp);

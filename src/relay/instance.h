@@ -13,6 +13,7 @@
 #include "net/resolver.h"
 #include "net/sock.h"
 #include "relay/conn.h"
+#include "relay/dns.h"
 #include "relay/refused.h"
 #include "relay/servers.h"
 #include "relay/shared.h"
@@ -44,6 +45,9 @@ typedef struct ss_codec_class {
 typedef struct ss_listener {
 	ev_io io;
 	struct ss_instance *inst;
+	/* ss_instance_listen_door's: its connections start with the door's
+	 * handshake, it keeps them, and it is never offered to a reload. */
+	bool door;
 	/* A reload: the new workers took this socket (net/inherit.h); set by
 	 * the main thread before the instance retires. */
 	bool handed;
@@ -52,6 +56,8 @@ typedef struct ss_listener {
 struct ss_instance {
 	const ss_config_t *cfg;
 	const ss_handshake_ops_t *ops;
+	/* The door's (ss_instance_listen_door), or NULL. */
+	const ss_handshake_ops_t *door_ops;
 	const ss_crypto_backend_t *be;
 	struct ev_loop *loop;
 	ss_pool_t conns;
@@ -91,6 +97,7 @@ struct ss_instance {
 	ev_prepare reaper;
 	ss_conn_t *closed;
 	ss_servers_t servers; /* clients: each with its codec, address, health and plugin */
+	ss_dns_t *dns;        /* ss-local --dns, on worker 0: the DNS relay (relay/dns.h) */
 	/* The SIP003 plugins (shared->plugins) are watched by the worker on
 	 * their loop: started there (kick) so that they are children of the
 	 * process that runs it (after a daemon's fork) with its final user. */
@@ -150,6 +157,12 @@ void ss_instance_worker_stats(const ss_instance_t *inst, ss_stats_t *out);
  * listening; called once every worker's are bound, so that a client that
  * reaches one finds all (their UDP sockets too). 0 or -errno with err. */
 int ss_instance_listen(struct ss_instance *inst, char *err, size_t errlen);
+/* The handshake c starts with: its listener's. */
+static inline const ss_handshake_ops_t *ss_conn_ops(const ss_conn_t *c)
+{
+	return c->door ? c->inst->door_ops : c->inst->ops;
+}
+
 /* A connection of inst's opened (+1) or ended (-1), for the handoff. */
 static inline void ss_instance_load(struct ss_instance *inst, int delta)
 {
@@ -223,6 +236,17 @@ void ss_instance_accept_init(struct ss_instance *inst);
  * back to IPv4 on a host without IPv6). 0 or -errno with err. */
 int ss_instance_listen_on(struct ss_instance *inst, const char *host, uint16_t port, bool tcp,
 			  bool udp, char *err, size_t errlen);
+/* A door: a listener on a loopback address the kernel picks, for what the
+ * core sends through the relay itself (the DNS relay, relay/dns.h), whose
+ * connections start with ops (when not NULL: TCP) and whose datagrams go
+ * through the UDP front front (when not NULL: UDP). This worker keeps what
+ * comes in on it (nothing is handed to another), and no reload takes it
+ * over. The addresses it has, in tcp_out and udp_out. One door an
+ * instance. 0 or -errno with err. */
+struct ss_udp_front;
+int ss_instance_listen_door(struct ss_instance *inst, const ss_handshake_ops_t *ops,
+			    const struct ss_udp_front *front, struct sockaddr_storage *tcp_out,
+			    struct sockaddr_storage *udp_out, char *err, size_t errlen);
 /* Stops accepting while no server is reachable over TCP (hold), or again. */
 void ss_instance_hold(struct ss_instance *inst, bool hold);
 /* At stop: the listeners and the timers of accepting stop. */

@@ -199,7 +199,7 @@ static void instance_handoff_drain(struct ss_instance *inst)
 		if (inst->stopping)
 			close(fd);
 		else
-			ss_conn_accept(inst, fd, (struct sockaddr *)&peer, len);
+			ss_conn_accept(inst, false, fd, (struct sockaddr *)&peer, len);
 	}
 }
 
@@ -275,15 +275,19 @@ static void instance_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			close(fd);
 			continue;
 		}
-		if (inst->workers > 1 &&
+		if (inst->workers > 1 && !l->door &&
 		    instance_hand_off(inst, fd, (struct sockaddr *)&peer, plen))
 			continue;
-		ss_conn_accept(inst, fd, (struct sockaddr *)&peer, plen);
+		ss_conn_accept(inst, l->door, fd, (struct sockaddr *)&peer, plen);
 	}
 }
 
-int ss_instance_listen_on(struct ss_instance *inst, const char *host, uint16_t port, bool tcp,
-			  bool udp, char *err, size_t errlen)
+/* Opens a listener on host:port (see ss_instance_listen_on) whose
+ * datagrams go through front (NULL: the program's); door: see
+ * ss_instance_listen_door. */
+static int instance_listen(struct ss_instance *inst, const char *host, uint16_t port, bool tcp,
+			   bool udp, const struct ss_udp_front *front, bool door, char *err,
+			   size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -298,20 +302,22 @@ int ss_instance_listen_on(struct ss_instance *inst, const char *host, uint16_t p
 				    errlen) < 0)
 		return -EINVAL;
 	if (udp) {
-		fd = ss_udp_listen(&inst->udp, (struct sockaddr *)&ss, len, err, errlen);
+		fd = ss_udp_listen(&inst->udp, front, door, (struct sockaddr *)&ss, len, err,
+				   errlen);
 		if (fd == -EAFNOSUPPORT && strcmp(host, "::") == 0)
-			return ss_instance_listen_on(inst, "0.0.0.0", port, tcp, udp, err, errlen);
+			return instance_listen(inst, "0.0.0.0", port, tcp, udp, front, door, err,
+					       errlen);
 		if (fd < 0)
 			return fd;
 	}
 	if (!tcp)
 		return 0;
-	fd = ss_inherit_take((struct sockaddr *)&ss, len, SOCK_STREAM);
+	fd = door ? -1 : ss_inherit_take((struct sockaddr *)&ss, len, SOCK_STREAM);
 	if (fd < 0)
 		fd = ss_sock_listen_tcp((struct sockaddr *)&ss, len, &inst->sockopts);
 	if (fd == -EAFNOSUPPORT && strcmp(host, "::") == 0) {
 		/* No IPv6 on this host: the dual-stack default becomes IPv4 only. */
-		return ss_instance_listen_on(inst, "0.0.0.0", port, tcp, false, err, errlen);
+		return instance_listen(inst, "0.0.0.0", port, tcp, false, front, door, err, errlen);
 	}
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s%s",
@@ -324,11 +330,55 @@ int ss_instance_listen_on(struct ss_instance *inst, const char *host, uint16_t p
 	}
 	ss_listener_t *l = &inst->listeners[inst->n_listeners++];
 	l->inst = inst;
+	l->door = door;
 	ev_io_init(&l->io, instance_accept_cb, fd, EV_READ);
 	if (!inst->held)
 		ev_io_start(inst->loop, &l->io);
-	ss_notice("listening on %s",
-		  ss_sockaddr_format((struct sockaddr *)&ss, where, sizeof(where)));
+	if (!door)
+		ss_notice("listening on %s",
+			  ss_sockaddr_format((struct sockaddr *)&ss, where, sizeof(where)));
+	return 0;
+}
+
+int ss_instance_listen_on(struct ss_instance *inst, const char *host, uint16_t port, bool tcp,
+			  bool udp, char *err, size_t errlen)
+{
+	return instance_listen(inst, host, port, tcp, udp, NULL, false, err, errlen);
+}
+
+/* The address the socket fd is bound to. */
+static int instance_bound(int fd, struct sockaddr_storage *out, char *err, size_t errlen)
+{
+	socklen_t len = sizeof(*out);
+
+	if (getsockname(fd, (struct sockaddr *)out, &len) < 0) {
+		snprintf(err, errlen, "getsockname: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int ss_instance_listen_door(struct ss_instance *inst, const ss_handshake_ops_t *ops,
+			    const struct ss_udp_front *front, struct sockaddr_storage *tcp_out,
+			    struct sockaddr_storage *udp_out, char *err, size_t errlen)
+{
+	int rc;
+
+	if (inst->door_ops) {
+		snprintf(err, errlen, "one door an instance");
+		return -EBUSY;
+	}
+	inst->door_ops = ops;
+	rc = instance_listen(inst, "127.0.0.1", 0, ops != NULL, front != NULL, front, true, err,
+			     errlen);
+	if (rc < 0)
+		return rc;
+	if (ops && (rc = instance_bound(inst->listeners[inst->n_listeners - 1].io.fd, tcp_out, err,
+					errlen)) < 0)
+		return rc;
+	if (front && (rc = instance_bound(inst->udp.listeners[inst->udp.n_listeners - 1].io.fd,
+					  udp_out, err, errlen)) < 0)
+		return rc;
 	return 0;
 }
 
@@ -356,18 +406,24 @@ void ss_instance_accept_stop(struct ss_instance *inst)
 
 void ss_instance_mark_handed(struct ss_instance *inst)
 {
+	ss_dns_mark_handed(inst->dns);
 	for (size_t j = 0; j < inst->n_listeners; j++)
-		inst->listeners[j].handed = ss_inherit_taken(inst->listeners[j].io.fd);
+		inst->listeners[j].handed =
+		    !inst->listeners[j].door && ss_inherit_taken(inst->listeners[j].io.fd);
 	for (size_t j = 0; j < inst->udp.n_listeners; j++)
-		inst->udp.listeners[j].handed = ss_inherit_taken(inst->udp.listeners[j].io.fd);
+		inst->udp.listeners[j].handed =
+		    !inst->udp.listeners[j].door && ss_inherit_taken(inst->udp.listeners[j].io.fd);
 }
 
 void ss_instance_offer_listeners(struct ss_instance *inst)
 {
+	ss_dns_offer(inst->dns);
 	for (size_t j = 0; j < inst->n_listeners; j++)
-		ss_inherit_offer(inst->listeners[j].io.fd);
+		if (!inst->listeners[j].door)
+			ss_inherit_offer(inst->listeners[j].io.fd);
 	for (size_t j = 0; j < inst->udp.n_listeners; j++)
-		ss_inherit_offer(inst->udp.listeners[j].io.fd);
+		if (!inst->udp.listeners[j].door)
+			ss_inherit_offer(inst->udp.listeners[j].io.fd);
 }
 
 void ss_instance_accept_retire(struct ss_instance *inst)

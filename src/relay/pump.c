@@ -429,11 +429,11 @@ static void pump_fail(ss_conn_t *c, int d)
 
 	/* A server never reacts to a bad client stream in a way that tells
 	 * anything about where it went wrong. */
-	if (!c->inst->ops->client && d == SS_IN) {
+	if (!ss_conn_ops(c)->client && d == SS_IN) {
 		ss_conn_refuse(c, why);
 		return;
 	}
-	if (c->inst->ops->client && d == SS_OUT) {
+	if (ss_conn_ops(c)->client && d == SS_OUT) {
 		ss_conn_answer_refused(c, why);
 		return;
 	}

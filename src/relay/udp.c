@@ -329,7 +329,7 @@ static void udp_listener_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	ss_udp_listener_t *l = (ss_udp_listener_t *)w;
 	ss_udp_relay_t *u = l->relay;
-	ss_udp_landing_t in = u->role->inbound_landing(u);
+	ss_udp_landing_t in = u->role->inbound_landing(u, l);
 	(void)loop;
 	(void)revents;
 
@@ -463,8 +463,8 @@ fail:
 	return rc;
 }
 
-int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len, char *err,
-		  size_t errlen)
+int ss_udp_listen(ss_udp_relay_t *u, const ss_udp_front_t *front, bool door,
+		  const struct sockaddr *addr, socklen_t len, char *err, size_t errlen)
 {
 	char where[SS_ADDR_STRLEN];
 	const char *hint = "";
@@ -474,9 +474,11 @@ int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len,
 		snprintf(err, errlen, "too many UDP listen addresses");
 		return -EINVAL;
 	}
-	fd = ss_inherit_take(addr, len, SOCK_DGRAM);
+	if (!front)
+		front = u->front;
+	fd = door ? -1 : ss_inherit_take(addr, len, SOCK_DGRAM);
 	if (fd < 0)
-		fd = u->role->listen ? u->role->listen(u, addr, len, &hint)
+		fd = u->role->listen ? u->role->listen(u, front, addr, len, &hint)
 				     : ss_sock_udp_bind(addr, len, &u->inst->sockopts);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot listen on UDP %s: %s%s",
@@ -489,11 +491,14 @@ int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len,
 	l->fig_port =
 	    (uint8_t)ss_fig_port_index(&u->inst->shared->fig_layout, ss_sockaddr_port(addr));
 	l->handed = false;
+	l->front = front;
+	l->door = door;
 	l->relay = u;
 	l->index = (uint8_t)u->n_listeners++;
 	ev_io_init(&l->io, udp_listener_cb, fd, EV_READ);
 	ev_io_start(u->loop, &l->io);
-	ss_notice("listening on UDP %s", ss_sockaddr_format(addr, where, sizeof(where)));
+	if (!door)
+		ss_notice("listening on UDP %s", ss_sockaddr_format(addr, where, sizeof(where)));
 	return 0;
 }
 

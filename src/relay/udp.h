@@ -64,6 +64,10 @@ typedef struct ss_udp_codec {
 typedef struct ss_udp_listener {
 	ev_io io;
 	struct ss_udp_relay *relay;
+	/* Clients: how applications send on it (the relay's front, or the
+	 * core's own for a door, relay/instance.h). */
+	const struct ss_udp_front *front;
+	bool door; /* never offered to a reload */
 	uint8_t index;
 	uint8_t sflags;   /* SS_UDP_SOCK_* */
 	uint8_t fig_port; /* its port in the figures (relay/figures.h) */
@@ -147,9 +151,11 @@ int ss_udp_init(ss_udp_relay_t *u, struct ss_instance *inst, size_t max_assoc, c
 void ss_udp_retire(ss_udp_relay_t *u);
 /* The associations open now. */
 size_t ss_udp_assocs(const ss_udp_relay_t *u);
-/* Opens a listening UDP socket on addr. 0 or -errno with err set. */
-int ss_udp_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len, char *err,
-		  size_t errlen);
+/* Opens a listening UDP socket on addr, for front (clients; NULL: the
+ * relay's own); a door is never taken from a reload. 0 or -errno with err
+ * set. */
+int ss_udp_listen(ss_udp_relay_t *u, const struct ss_udp_front *front, bool door,
+		  const struct sockaddr *addr, socklen_t len, char *err, size_t errlen);
 /* Closes every association and socket, on the relay's own loop. */
 void ss_udp_free(ss_udp_relay_t *u);
 /* Once every worker has ended: what the workers shared (worker 0's session

@@ -70,10 +70,18 @@ static int client_assoc_start(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	return ss_codec_udp_assoc_start(x->k, x->rst, ss_udp_ast(u, a));
 }
 
+/* The front of the listener a's application talks to. */
+static const ss_udp_front_t *client_front(const ss_udp_relay_t *u, const ss_udp_assoc_t *a)
+{
+	return u->listeners[a->listener].front;
+}
+
 static void client_assoc_ended(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 {
-	if (u->front->assoc_ended)
-		u->front->assoc_ended(u, a);
+	const ss_udp_front_t *f = client_front(u, a);
+
+	if (f->assoc_ended)
+		f->assoc_ended(u, a);
 	ss_servers_release(&u->inst->servers, a->server, true);
 }
 
@@ -177,7 +185,7 @@ static bool client_inbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 	long sealed;
 
 	u->stats.datagrams_in++;
-	if (!(a = u->front->take(u, w, buf, n, r, &d)))
+	if (!(a = ((const ss_udp_listener_t *)w)->front->take(u, w, buf, n, r, &d)))
 		return true;
 	ss_udp_codec_t *x = ss_udp_codec(u, a);
 	sealed = x->k->ops->udp_seal(x->k, x->rst, ss_udp_ast(u, a), buf, SS_UDP_BUF_SIZE, d.addr,
@@ -214,7 +222,7 @@ static bool client_outbound(ss_udp_relay_t *u, void *w, uint8_t *buf, size_t n,
 	ss_udp_table_touch(&u->table, &a->entry, ev_now(u->loop));
 	ss_servers_udp_answered(&u->inst->servers, a->server);
 	u->stats.datagrams_out++;
-	u->front->answer(u, a, &p);
+	client_front(u, a)->answer(u, a, &p);
 	return true;
 }
 
@@ -227,12 +235,12 @@ void ss_udp_client_answer(ss_udp_relay_t *u, ss_udp_assoc_t *a, const uint8_t *p
 
 /* The server, and so the codec, is picked after the read: room for the
  * largest tag. */
-static ss_udp_landing_t client_inbound_landing(ss_udp_relay_t *u)
+static ss_udp_landing_t client_inbound_landing(ss_udp_relay_t *u, const ss_udp_listener_t *l)
 {
-	size_t at = u->front->read_off(u);
+	size_t at = l->front->read_off(u);
 
 	return (ss_udp_landing_t){at, SS_UDP_BUF_SIZE - at - SS_CODEC_UDP_TAIL_MAX,
-				  u->front->want_dst};
+				  l->front->want_dst};
 }
 
 static ss_udp_landing_t client_outbound_landing(ss_udp_relay_t *u, const ss_udp_assoc_t *a)
@@ -262,11 +270,11 @@ static void client_release(ss_udp_relay_t *u)
 		u->front->release(u);
 }
 
-static int client_listen(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len,
-			 const char **hint)
+static int client_listen(ss_udp_relay_t *u, const ss_udp_front_t *front,
+			 const struct sockaddr *addr, socklen_t len, const char **hint)
 {
-	if (u->front->listen)
-		return u->front->listen(u, addr, len, hint);
+	if (front->listen)
+		return front->listen(u, addr, len, hint);
 	return ss_sock_udp_bind(addr, len, &u->inst->sockopts);
 }
 

@@ -53,13 +53,13 @@ typedef struct ss_udp_role {
 	void (*destroy)(ss_udp_relay_t *u);
 	/* A listening socket on addr: its fd, or -errno with *hint set to
 	 * what more to say (optional: a plain UDP socket). */
-	int (*listen)(ss_udp_relay_t *u, const struct sockaddr *addr, socklen_t len,
-		      const char **hint);
+	int (*listen)(ss_udp_relay_t *u, const struct ss_udp_front *front,
+		      const struct sockaddr *addr, socklen_t len, const char **hint);
 
 	/* Datagrams read from a listening socket (the inbound leg) and from an
 	 * association's socket (the outbound leg): where each lands in its
 	 * slot, and what takes it. */
-	ss_udp_landing_t (*inbound_landing)(ss_udp_relay_t *u);
+	ss_udp_landing_t (*inbound_landing)(ss_udp_relay_t *u, const ss_udp_listener_t *l);
 	ss_udp_handler_t inbound;
 	ss_udp_landing_t (*outbound_landing)(ss_udp_relay_t *u, const ss_udp_assoc_t *a);
 	ss_udp_handler_t outbound;
@@ -95,8 +95,9 @@ typedef struct ss_udp_app_dgram {
 } ss_udp_app_dgram_t;
 
 /* How a client's applications send it datagrams and take their answers:
- * one table per front, picked with the role. Optional entries may be
- * NULL. */
+ * one table per front, the program's picked with the role (ss_udp_relay_t
+ * front, whose init and release run), another for a door's listener
+ * (relay/instance.h). Optional entries may be NULL. */
 typedef struct ss_udp_front {
 	/* Where its datagrams were going is read with them. */
 	bool want_dst;
@@ -128,6 +129,7 @@ typedef struct ss_udp_front {
 extern const ss_udp_front_t ss_udp_socks5_front; /* udp_socks5.c */
 extern const ss_udp_front_t ss_udp_tunnel_front; /* udp_tunnel.c */
 extern const ss_udp_front_t ss_udp_redir_front;  /* udp_redir.c */
+extern const ss_udp_front_t ss_udp_dns_front;    /* udp_tunnel.c: the DNS relay's door */
 
 /* The address as text, for log lines. */
 const char *ss_udp_peer(const struct sockaddr *sa, char *buf, size_t len);

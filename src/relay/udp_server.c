@@ -513,9 +513,10 @@ static void server_assoc_ended(ss_udp_relay_t *u, ss_udp_assoc_t *a)
 	a->session = NULL;
 }
 
-static ss_udp_landing_t server_inbound_landing(ss_udp_relay_t *u)
+static ss_udp_landing_t server_inbound_landing(ss_udp_relay_t *u, const ss_udp_listener_t *l)
 {
 	size_t at = ss_udp_wire(&u->codecs[0]);
+	(void)l;
 
 	return (ss_udp_landing_t){at, SS_UDP_BUF_SIZE - at, false};
 }

@@ -173,6 +173,30 @@ static void parsers(void)
 	put_text("fuzz_mgrcmd", "stat_users_port", "stat_users: {\"server_port\": 8388}");
 }
 
+/* DNS: a query with EDNS, an answer with compressed names, a negative
+ * answer with its SOA. */
+static void dns(void)
+{
+	static const uint8_t query[] = {
+	    0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1, 3, 'w', 'w', 'w', 7, 'E', 'x', 'a',
+	    'm', 'p', 'l', 'e', 3, 'c', 'o', 'm', 0, 0, 1, 0, 1, 0, 0, 0x29, 0x04, 0xd0, 0, 0,
+	    0, 0, 0, 0};
+	static const uint8_t answer[] = {
+	    0x12, 0x34, 0x81, 0x80, 0, 1, 0, 2, 0, 0, 0, 0, 3, 'w', 'w', 'w', 7, 'e', 'x', 'a',
+	    'm', 'p', 'l', 'e', 3, 'c', 'o', 'm', 0, 0, 1, 0, 1, 0xc0, 0x0c, 0, 5, 0, 1, 0, 0,
+	    1, 0x2c, 0, 6, 3, 'w', 'e', 'b', 0xc0, 0x10, 0xc0, 0x2d, 0, 1, 0, 1, 0, 0, 0, 0x3c,
+	    0, 4, 192, 0, 2, 7};
+	static const uint8_t negative[] = {
+	    0xab, 0xcd, 0x81, 0x83, 0, 1, 0, 0, 0, 1, 0, 0, 4, 'n', 'o', 'p', 'e', 7, 'e', 'x',
+	    'a', 'm', 'p', 'l', 'e', 0, 0, 1, 0, 1, 0xc0, 0x11, 0, 6, 0, 1, 0, 0, 3, 0x84, 0,
+	    0x20, 2, 'n', 's', 0xc0, 0x11, 4, 'r', 'o', 'o', 't', 0xc0, 0x11, 0, 0, 0, 1, 0, 0,
+	    0x0e, 0x10, 0, 0, 3, 0x84, 0, 9, 0x3a, 0x80, 0, 0, 2, 0x58};
+
+	put("fuzz_dns", "query", query, sizeof(query));
+	put("fuzz_dns", "answer", answer, sizeof(answer));
+	put("fuzz_dns", "negative", negative, sizeof(negative));
+}
+
 static void config(void)
 {
 	static const char local[] =
@@ -583,6 +607,7 @@ int main(int argc, char **argv)
 	if (mkdir(root, 0755) != 0 && errno != EEXIST)
 		return 1;
 	parsers();
+	dns();
 	http();
 	online();
 	config();

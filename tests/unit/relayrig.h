@@ -330,7 +330,7 @@ static inline void rig_connect(rig_t *r, peer_t *client, int sndbuf)
 				 0);
 	}
 	peer_init(client, sv[0]);
-	ss_conn_accept(r->inst, sv[1], (struct sockaddr *)&from, sizeof(from));
+	ss_conn_accept(r->inst, false, sv[1], (struct sockaddr *)&from, sizeof(from));
 }
 
 /* Sets a socket's send buffer (the test's own ends, to make the relay's

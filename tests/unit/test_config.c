@@ -553,6 +553,58 @@ static void test_workers(void **state)
 		     "-s", "h", "-p", "1", "-l", "2", "-k", "pw", "-u", "--workers", "2", NULL);
 }
 
+/* ss-local's DNS relay: the three addresses, their defaults, the command
+ * line over the file for each (their bits lie past the first 32), and the
+ * refusals. */
+static void test_dns_relay(void **state)
+{
+	(void)state;
+	const char *file;
+
+	expect_run(SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2", "-k", "pw", "--dns",
+		   "127.0.0.1:5353", "--local-dns", "[::1]", NULL);
+	assert_true(cfg.have_dns && cfg.have_local_dns && !cfg.have_remote_dns);
+	assert_int_equal(cfg.dns_addr.atyp, SS_ATYP_IPV4);
+	assert_int_equal(cfg.dns_addr.port, 5353);
+	assert_int_equal(cfg.local_dns.atyp, SS_ATYP_IPV6);
+	assert_int_equal(cfg.local_dns.port, 53);
+	assert_int_equal(cfg.remote_dns.atyp, SS_ATYP_IPV4);
+	assert_memory_equal(cfg.remote_dns.v4, ((const uint8_t[]){8, 8, 8, 8}), 4);
+	assert_int_equal(cfg.remote_dns.port, 53);
+	ss_config_clear(&cfg);
+
+	file = write_file("dns.json", "{\"server\": \"h\", \"server_port\": 1, \"local_port\": 2,"
+				      " \"password\": \"pw\", \"dns\": \"127.0.0.1\","
+				      " \"remote_dns\": \"dns.example:5300\","
+				      " \"local_dns\": \"192.0.2.1:54\"}");
+	expect_run(SS_PROG_LOCAL, "-c", file, NULL);
+	assert_int_equal(cfg.dns_addr.port, 53);
+	assert_int_equal(cfg.remote_dns.atyp, SS_ATYP_DOMAIN);
+	assert_string_equal(cfg.remote_dns.domain, "dns.example");
+	assert_int_equal(cfg.remote_dns.port, 5300);
+	assert_int_equal(cfg.local_dns.port, 54);
+	ss_config_clear(&cfg);
+	expect_run(SS_PROG_LOCAL, "-c", file, "--local-dns", "192.0.2.9", "--dns", "[::1]:9", NULL);
+	assert_int_equal(cfg.local_dns.v4[3], 9);
+	assert_int_equal(cfg.local_dns.port, 53);
+	assert_int_equal(cfg.dns_addr.atyp, SS_ATYP_IPV6);
+	assert_int_equal(cfg.remote_dns.port, 5300);
+	ss_config_clear(&cfg);
+
+	expect_error("--local-dns must be an IP address", SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l",
+		     "2", "-k", "pw", "--dns", "127.0.0.1", "--local-dns", "ns.example", NULL);
+	expect_error("--dns must be an IP address", SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l", "2",
+		     "-k", "pw", "--dns", "localhost:53", NULL);
+	expect_error("--remote-dns is for the DNS relay", SS_PROG_LOCAL, "-s", "h", "-p", "1", "-l",
+		     "2", "-k", "pw", "--remote-dns", "1.1.1.1", NULL);
+	expect_error("--dns is for ss-local", SS_PROG_TUNNEL, "-s", "h", "-p", "1", "-l", "2", "-k",
+		     "pw", "-L", "1.1.1.1:53", "--dns", "127.0.0.1", NULL);
+	/* Another program's file may hold the keys: skipped. */
+	expect_run(SS_PROG_SERVER, "-c", file, NULL);
+	assert_false(cfg.have_dns);
+	ss_config_clear(&cfg);
+}
+
 static void test_local_defaults(void **state)
 {
 	(void)state;
@@ -1720,6 +1772,7 @@ int main(void)
 	    cmocka_unit_test(test_redir),
 	    cmocka_unit_test(test_server),
 	    cmocka_unit_test(test_workers),
+	    cmocka_unit_test(test_dns_relay),
 	    cmocka_unit_test(test_local_defaults),
 	    cmocka_unit_test(test_cli_errors),
 	    cmocka_unit_test(test_json_forms),
