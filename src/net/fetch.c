@@ -499,6 +499,11 @@ static int fetch_tls_setup(ss_fetch_t *f, char *err, size_t errlen)
 		mbedtls_ssl_conf_authmode(&f->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
 		mbedtls_ssl_conf_ca_chain(&f->conf, &f->ca, NULL);
 		mbedtls_ssl_conf_rng(&f->conf, fetch_rng, NULL);
+#if MBEDTLS_VERSION_NUMBER < 0x03000000
+		/* 2.x still offers TLS 1.0 and 1.1 by default; 3.x starts at 1.2. */
+		mbedtls_ssl_conf_min_version(&f->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
+					     MBEDTLS_SSL_MINOR_VERSION_3);
+#endif
 		ret = mbedtls_ssl_setup(&f->ssl, &f->conf);
 	}
 	/* The name goes out as SNI and is checked against the certificate; an
