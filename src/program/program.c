@@ -637,6 +637,10 @@ static void program_reload(program_t *p)
 			program_reload_online(p, NULL, err);
 	} else {
 		ss_online_stop(&p->online);
+		/* An earlier reload's fetch no longer matters: this one wins. */
+		if (p->pending)
+			program_free_cfg(p->pending, true);
+		p->pending = NULL;
 		if (program_swap(p, cfg, err, sizeof(err)) < 0) {
 			program_reload_end(p, cfg, err);
 		} else {

@@ -68,6 +68,7 @@ class DocServer:
     def __init__(self, cert):
         self.answer = (200, b"{}", "length")
         self.gets = 0
+        self.delay = 0
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -79,6 +80,7 @@ class DocServer:
             def do_GET(self):
                 outer.gets += 1
                 status, body, framing = outer.answer
+                time.sleep(outer.delay)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 if framing == "length":
@@ -312,3 +314,33 @@ def test_check_and_bad_urls(ss, docs, pki, tmp_path, env):
     rc, p = ss.run("ss-server", ["-p", "1", "-k", "x", "--online-config", d.url()])
     assert rc == 1 and "--online-config is for ss-local, ss-tunnel and ss-redir" in p.stderr(), \
         p.describe()
+
+
+def test_a_reload_without_url_replaces_a_waiting_online_reload(ss, echo, docs, pki, tmp_path,
+                                                               env):
+    """SIGHUP with an online configuration whose document is slow, then
+    SIGHUP with a configuration of one server and no URL: that one serves,
+    and the late document changes nothing."""
+    a, b, c = Srv(ss, 0).start(), Srv(ss, 1).start(), Srv(ss, 2).start()
+    d = docs()
+    d.serve(sip008(a))
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"online_config": d.url(), "ca_file": pki["ca"]}))
+    port = sslib.free_port()
+    p = ss.procs.start(ss.exe("ss-local"), ["-c", str(path), "-l", str(port), "-b",
+                                            sslib.LOOPBACK4, "-v"] + dead_dns(), env=env)
+    p.wait_listening(sslib.LOOPBACK4, port)
+    addr = (sslib.LOOPBACK4, port)
+    assert through(addr, echo) == out_ip(0)
+    d.serve(sip008(b))
+    d.delay = T(3)
+    os.kill(p.pid, signal.SIGHUP)
+    assert sslib.wait_for(lambda: d.gets == 2, T(10)), p.describe()
+    n = count(p, "configuration reloaded")
+    path.write_text(json.dumps({k: v for k, v in c.entry().items() if k != "remarks"}))
+    os.kill(p.pid, signal.SIGHUP)
+    wait_log(p, "configuration reloaded", n)
+    assert through(addr, echo) == out_ip(2)
+    time.sleep(T(4))
+    assert through(addr, echo) == out_ip(2)
+    assert count(p, "configuration reloaded") == n + 1, p.output()
