@@ -589,10 +589,17 @@ static int program_online_start(program_t *p, ss_config_t *cfg, char *err, size_
 	if (ss_online_configure(&p->online, p->loop, cfg, program_online_cb, p, p->start_err,
 				sizeof(p->start_err)) == 0 &&
 	    ss_online_fetch_now(&p->online, p->start_err, sizeof(p->start_err)) == 0) {
+		struct sigaction ign = {.sa_handler = SIG_IGN}, hup;
+
 		ss_notice("fetching the online configuration from %s", cfg->online_url);
+		/* No reload before the first configuration serves: a SIGHUP now
+		 * is dropped, not the default end of the process. */
+		sigemptyset(&ign.sa_mask);
+		sigaction(SIGHUP, &ign, &hup);
 		p->starting = true;
 		ev_run(p->loop, 0);
 		p->starting = false;
+		sigaction(SIGHUP, &hup, NULL);
 	}
 	if (p->start_doc &&
 	    program_with_doc(cfg, p->start_doc, p->start_err, sizeof(p->start_err)) == 0) {

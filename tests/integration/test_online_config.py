@@ -344,3 +344,22 @@ def test_a_reload_without_url_replaces_a_waiting_online_reload(ss, echo, docs, p
     time.sleep(T(4))
     assert through(addr, echo) == out_ip(2)
     assert count(p, "configuration reloaded") == n + 1, p.output()
+
+
+def test_sighup_during_the_first_fetch_is_dropped(ss, echo, docs, pki, tmp_path, env):
+    """A SIGHUP while the start waits for the document neither ends the
+    process nor reloads: the document, when it comes, serves."""
+    srv = Srv(ss, 0).start()
+    d = docs()
+    d.serve(sip008(srv))
+    d.delay = T(2)
+    conf = tmp_path / "c.json"
+    conf.write_text(json.dumps({"online_config": d.url(), "ca_file": pki["ca"]}))
+    port = sslib.free_port()
+    p = ss.procs.start(ss.exe("ss-local"), ["-c", str(conf), "-l", str(port), "-b",
+                                            sslib.LOOPBACK4, "-v"] + dead_dns(), env=env)
+    assert sslib.wait_for(lambda: d.gets == 1, T(10)), p.describe()
+    os.kill(p.pid, signal.SIGHUP)
+    p.wait_listening(sslib.LOOPBACK4, port)
+    assert through((sslib.LOOPBACK4, port), echo) == out_ip(0)
+    assert "SIGHUP" not in p.output(), p.output()
