@@ -14,6 +14,7 @@
 #include "net/resolver.h"
 #include "net/sock.h"
 #include "proto/acl.h"
+#include "proto/httpc.h"
 #include "util/log.h"
 #include "util/proc.h"
 
@@ -209,12 +210,15 @@ static int check_all(const ss_config_t *cfg, ss_resolver_t *r, FILE *out, char *
 			if (check_server(cfg, i, r, out, err, errlen) < 0)
 				return -EINVAL;
 		/* Not fetched here: the program does that at start. */
-		if (cfg->online_url[0])
+		if (cfg->online_url[0]) {
+			char shown[SS_HTTPC_SHOWN_MAX];
 			fprintf(out,
 				"online configuration: %s, fetched at start and every %d s, its "
 				"server checked against %s\n",
-				cfg->online_url, cfg->online_interval,
+				ss_httpc_url_shown(cfg->online_url, shown, sizeof(shown)),
+				cfg->online_interval,
 				cfg->ca_file[0] ? cfg->ca_file : "the system's CA bundle");
+		}
 	}
 	if (cfg->user[0]) {
 		uid_t uid;

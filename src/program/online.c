@@ -40,7 +40,7 @@ static void online_fetched(void *arg, int rc, const char *body, size_t len, cons
 		o->cb(o->arg, NULL, err);
 		return;
 	}
-	ss_debug("online configuration: %zu bytes from %s", len, o->url);
+	ss_debug("online configuration: %zu bytes from %s", len, o->shown);
 	doc = malloc(sizeof(*doc));
 	if (!doc) {
 		o->cb(o->arg, NULL, "out of memory");
@@ -49,7 +49,7 @@ static void online_fetched(void *arg, int rc, const char *body, size_t len, cons
 	if (ss_sip008_parse(body, len, doc, why, sizeof(why)) < 0) {
 		char msg[640];
 		free(doc);
-		snprintf(msg, sizeof(msg), "the document from %.100s: %s", o->url, why);
+		snprintf(msg, sizeof(msg), "the document from %.100s: %s", o->shown, why);
 		o->cb(o->arg, NULL, msg);
 		return;
 	}
@@ -70,6 +70,7 @@ int ss_online_configure(ss_online_t *o, struct ev_loop *loop, const ss_config_t 
 	o->cb = cb;
 	o->arg = arg;
 	snprintf(o->url, sizeof(o->url), "%s", cfg->online_url);
+	ss_httpc_url_shown(o->url, o->shown, sizeof(o->shown));
 	snprintf(o->ca_file, sizeof(o->ca_file), "%s", cfg->ca_file);
 	o->interval = cfg->online_interval;
 	if (dns_same)

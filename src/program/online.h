@@ -8,6 +8,7 @@
 #include "config/config.h"
 #include "net/fetch.h"
 #include "net/resolver.h"
+#include "proto/httpc.h"
 #include "proto/sip008.h"
 
 /* A client's online configuration (SIP008): its document fetched over
@@ -29,6 +30,7 @@ typedef struct ss_online {
 	ss_fetch_t *fetch; /* in flight, or NULL */
 	ev_timer timer;    /* the next fetch */
 	char url[sizeof(((ss_config_t *)0)->online_url)];
+	char shown[SS_HTTPC_SHOWN_MAX]; /* url as logs may name it */
 	char ca_file[sizeof(((ss_config_t *)0)->ca_file)];
 	char nameserver[sizeof(((ss_config_t *)0)->nameserver)];
 	bool ipv6_first;

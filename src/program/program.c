@@ -591,7 +591,7 @@ static int program_online_start(program_t *p, ss_config_t *cfg, char *err, size_
 	    ss_online_fetch_now(&p->online, p->start_err, sizeof(p->start_err)) == 0) {
 		struct sigaction ign = {.sa_handler = SIG_IGN}, hup;
 
-		ss_notice("fetching the online configuration from %s", cfg->online_url);
+		ss_notice("fetching the online configuration from %s", p->online.shown);
 		/* No reload before the first configuration serves: a SIGHUP now
 		 * is dropped, not the default end of the process. */
 		sigemptyset(&ign.sa_mask);

@@ -10,12 +10,36 @@
 #include "proto/http.h"
 #include "util/result.h"
 
-static int httpc_err(char *err, size_t errlen, const char *what, const char *text)
+const char *ss_httpc_url_shown(const char *text, char *buf, size_t len)
 {
-	snprintf(err, errlen, "URL '%.200s': %s", text, what);
-	for (char *c = err; *c; c++)
+	const char *sep = strstr(text, "://");
+	const char *auth, *at;
+	size_t al;
+
+	if (sep && (sep - text > 16 || memchr(text, '/', (size_t)(sep - text))))
+		sep = NULL;
+	auth = sep ? sep + 3 : text;
+	al = strcspn(auth, "/?#");
+	at = memchr(auth, '@', al);
+	if (at) {
+		al -= (size_t)(at + 1 - auth);
+		auth = at + 1;
+	}
+	snprintf(buf, len, "%.*s%s%s%.*s%s", sep ? (int)(sep - text) : 0, text,
+		 sep ? "://" : "", at ? "...@" : "", (int)(al > 255 ? 255 : al), auth,
+		 auth[al] ? "/..." : "");
+	for (char *c = buf; *c; c++)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f)
 			*c = '?';
+	return buf;
+}
+
+static int httpc_err(char *err, size_t errlen, const char *what, const char *text)
+{
+	char shown[SS_HTTPC_SHOWN_MAX];
+
+	snprintf(err, errlen, "URL '%s': %s", ss_httpc_url_shown(text, shown, sizeof(shown)),
+		 what);
 	return -EINVAL;
 }
 

@@ -27,6 +27,13 @@ typedef struct ss_httpc_url {
  * name in it, no host, a bad port, a space or control byte). */
 int ss_httpc_url_parse(const char *text, ss_httpc_url_t *u, char *err, size_t errlen);
 
+/* text as it may be logged: the scheme and the host (with its port), and
+ * "/..." for whatever follows, since an ssconf:// path is the access key
+ * itself; a user name or password is left out too. Control bytes become
+ * '?'. Returns buf. */
+#define SS_HTTPC_SHOWN_MAX (SS_HTTPC_HOST_MAX + 32)
+const char *ss_httpc_url_shown(const char *text, char *buf, size_t len);
+
 /* The answer's head (RFC 9112): the status line and the fields that frame
  * the body. Transfer-Encoding other than chunked, Content-Length with
  * Transfer-Encoding, or two lengths that differ are errors, as are bare

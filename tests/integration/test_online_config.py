@@ -192,13 +192,17 @@ def test_ssconf_chunked_and_a_single_ss_url(ss, echo, docs, pki, tmp_path, env):
 
     d2 = docs()
     d2.serve(b.url(tag="outline key") + "\n", framing="close")
-    conf = {"online_config": {"url": d2.url(scheme="ssconf", path="/key#name")},
+    conf = {"online_config": {"url": d2.url(scheme="ssconf", path="/secretkey42#name")},
             "ca_file": pki["ca"]}
     tunnel = start_client(ss, tmp_path, conf, prog="ss-tunnel", target=echo.addr,
                           extra=dead_dns(), env=env)
     with sslib.connect(*tunnel.addr, timeout=T(5)) as s:
         sslib.small_exchange(s, 500)
     assert peers(echo).get(out_ip(1)) == 1
+    # The path is the access key: the logs name the scheme and host only.
+    assert "ssconf://%s:%d/..." % (NAME, d2.port) in tunnel.program.stderr(), \
+        tunnel.program.stderr()
+    assert "secretkey42" not in tunnel.program.output(), tunnel.program.output()
 
 
 def test_refresh_swaps_servers_under_load(ss, echo, docs, pki, tmp_path, env):
@@ -301,12 +305,15 @@ def test_check_and_bad_urls(ss, docs, pki, tmp_path, env):
     rc, p = ss.run("ss-local", ["--check", "-l", str(sslib.free_port()), "--online-config",
                                 d.url(), "--ca-file", pki["ca"]] + dead_dns(), env=env)
     assert rc == 0, p.describe()
-    assert "online configuration: %s, fetched at start and every 3600 s" % d.url() in \
+    shown = "https://%s:%d/..." % (NAME, d.port)
+    assert "online configuration: %s, fetched at start and every 3600 s" % shown in \
         p.stdout(), p.stdout()
+    assert "/doc" not in p.output(), p.output()
     assert d.gets == 0
     rc, p = ss.run("ss-tunnel", ["-l", "1", "-L", "127.0.0.1:1", "--online-config",
                                  "http://%s/doc" % NAME])
     assert rc == 1 and "must start with https:// or ssconf://" in p.stderr(), p.describe()
+    assert "'http://%s/...'" % NAME in p.stderr(), p.stderr()
     conf = tmp_path / "bad.json"
     conf.write_text(json.dumps({"local_port": 1, "online_config": {"url": d.url(), "every": 5}}))
     rc, p = ss.run("ss-local", ["-c", str(conf)])

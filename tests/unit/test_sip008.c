@@ -176,6 +176,27 @@ static void test_urls(void **state)
 	url_bad("https://[::1/", "']'");
 	url_bad("https://[h]/", "brackets");
 	url_bad("https://h/a b", "space");
+	/* An error names neither the path nor a password. */
+	url_bad("https://user:pw@example.com/key", "'https://...@example.com/...'");
+	url_bad("https://h:0/secret", "'https://h:0/...'");
+}
+
+static void shown(const char *text, const char *want)
+{
+	char buf[SS_HTTPC_SHOWN_MAX];
+
+	assert_string_equal(ss_httpc_url_shown(text, buf, sizeof(buf)), want);
+}
+
+static void test_url_shown(void **state)
+{
+	(void)state;
+	shown("ssconf://h.example:8443/AccessKey#name", "ssconf://h.example:8443/...");
+	shown("https://[2001:db8::1]:9?k=v", "https://[2001:db8::1]:9/...");
+	shown("https://h", "https://h");
+	shown("https://a:b@h/x", "https://...@h/...");
+	shown("key/not://a/url", "key/...");
+	shown("https://h\x01x/", "https://h?x/...");
 }
 
 static int head(const char *text, ss_httpc_head_t *h)
@@ -244,6 +265,7 @@ int main(void)
 	    cmocka_unit_test(test_document),  cmocka_unit_test(test_single_url),
 	    cmocka_unit_test(test_more_than_kept), cmocka_unit_test(test_refusals),
 	    cmocka_unit_test(test_same),      cmocka_unit_test(test_urls),
+	    cmocka_unit_test(test_url_shown),
 	    cmocka_unit_test(test_heads),     cmocka_unit_test(test_dechunk),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
