@@ -227,8 +227,9 @@ static void fetch_wait(ss_fetch_t *f, int events)
 }
 
 /* What came so far: SS_OK when the answer is whole (and handed over),
- * SS_AGAIN, or SS_ERR (failed, released). eof: the server closed. */
-static int fetch_answer(ss_fetch_t *f, bool eof)
+ * SS_AGAIN, or SS_ERR (failed, released). eof: the server closed;
+ * notified: with a TLS close_notify, so that nothing was cut on the way. */
+static int fetch_answer(ss_fetch_t *f, bool eof, bool notified)
 {
 	size_t blen, out;
 	uint8_t *body;
@@ -289,6 +290,15 @@ static int fetch_answer(ss_fetch_t *f, bool eof)
 			   f->url.host, blen);
 		return SS_ERR;
 	}
+	/* A body read to the close ends only with the server's close_notify:
+	 * a bare end of the connection could be anyone's truncation. */
+	if (!notified) {
+		fetch_fail(f, -EPROTO,
+			   "%s: the connection closed without TLS close_notify after %zu bytes of "
+			   "a body with no length: it may be cut",
+			   f->url.host, blen);
+		return SS_ERR;
+	}
 	fetch_done(f, body, blen);
 	return SS_OK;
 }
@@ -314,7 +324,7 @@ static void fetch_read(ss_fetch_t *f)
 			continue;
 #endif
 		if (n == 0 || n == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY || n == MBEDTLS_ERR_SSL_CONN_EOF) {
-			fetch_answer(f, true);
+			fetch_answer(f, true, n == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY);
 			return;
 		}
 		if (n < 0) {
@@ -322,7 +332,7 @@ static void fetch_read(ss_fetch_t *f)
 			return;
 		}
 		f->len += (size_t)n;
-		if (fetch_answer(f, false) != SS_AGAIN)
+		if (fetch_answer(f, false, false) != SS_AGAIN)
 			return;
 	}
 }

@@ -63,7 +63,8 @@ def pki(tmp_path):
 class DocServer:
     """An HTTPS server on 127.0.0.1 that answers every GET with what
     answer holds: (status, body, framing), framing one of "length",
-    "chunked" and "close"."""
+    "chunked", "close" (the body read to the end, then TLS close_notify)
+    and "cut" (the same without close_notify: the TCP connection ends)."""
 
     def __init__(self, cert):
         self.answer = (200, b"{}", "length")
@@ -96,6 +97,12 @@ class DocServer:
                     self.wfile.write(b"0\r\n\r\n")
                 else:
                     self.wfile.write(body)
+                self.wfile.flush()
+                if framing == "close":
+                    try:
+                        self.connection.unwrap()
+                    except OSError:
+                        pass  # the client closed without its own close_notify
                 self.close_connection = True
 
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -370,3 +377,27 @@ def test_sighup_during_the_first_fetch_is_dropped(ss, echo, docs, pki, tmp_path,
     p.wait_listening(sslib.LOOPBACK4, port)
     assert through((sslib.LOOPBACK4, port), echo) == out_ip(0)
     assert "SIGHUP" not in p.output(), p.output()
+
+
+
+def test_a_body_cut_without_close_notify_is_refused(ss, echo, docs, pki, tmp_path, env):
+    """A body with no length ends with the server's TLS close_notify; a
+    bare end of the connection could be a truncation: refused at start
+    (exit 1), and later the last good list stays."""
+    a, b = Srv(ss, 0).start(), Srv(ss, 1).start()
+    d = docs()
+    d.serve(b.url() + "\n", framing="cut")
+    conf = tmp_path / "c.json"
+    conf.write_text(json.dumps({"online_config": d.url(), "ca_file": pki["ca"],
+                                "local_port": sslib.free_port()}))
+    rc, p = ss.run("ss-local", ["-c", str(conf)] + dead_dns(), env=env, timeout=T(30))
+    assert rc == 1, p.describe()
+    assert "without TLS close_notify" in p.stderr(), p.stderr()
+    d.serve(sip008(a), framing="close")
+    conf = {"online_config": {"url": d.url(), "update_interval": 1}, "ca_file": pki["ca"]}
+    local = start_client(ss, tmp_path, conf, extra=dead_dns(), env=env)
+    assert through(local.addr, echo) == out_ip(0)
+    n = count(local.program, "without TLS close_notify")
+    d.serve(sip008(b), framing="cut")
+    wait_log(local.program, "without TLS close_notify", n)
+    assert through(local.addr, echo) == out_ip(0)
