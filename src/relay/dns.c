@@ -156,6 +156,7 @@ static void dns_query_free(ss_dns_t *d, ss_dns_query_t *q)
 {
 	if (q->up >= 0)
 		ss_dns_up_close(d, &d->ups[q->up]);
+	ss_dns_up_unwait(d, q);
 	ev_timer_stop(d->loop, &q->timer);
 	q->used = false;
 	q->next_free = d->free_query;
@@ -196,6 +197,7 @@ static void dns_query_send(ss_dns_t *d, ss_dns_query_t *q)
 
 	if (q->up >= 0)
 		ss_dns_up_close(d, &d->ups[q->up]);
+	ss_dns_up_unwait(d, q);
 	dns_query_id(d, q);
 	ev_timer_stop(d->loop, &q->timer);
 	ev_timer_set(&q->timer, SS_DNS_TRY_TIMEOUT, 0.);
@@ -204,7 +206,10 @@ static void dns_query_send(ss_dns_t *d, ss_dns_query_t *q)
 		rc = ss_dns_up_start(d, q);
 	else if (sendto(p->io.fd, q->qbuf, q->qlen, MSG_NOSIGNAL, &p->udp.sa, p->udp_len) < 0)
 		rc = -errno;
-	if (rc < 0)
+	/* No TCP connection free: it waits for one, its timer running. */
+	if (rc == -EAGAIN && q->tcp)
+		ss_dns_up_wait(d, q);
+	else if (rc < 0)
 		ss_dns_query_failed(d, q, strerror(-rc));
 }
 
@@ -541,10 +546,14 @@ static int dns_tables(ss_dns_t *d)
 	    ss_dns_cache_init(&d->cache, SS_DNS_CACHE_ENTRIES, SS_DNS_CACHE_SLOT) < 0)
 		return -ENOMEM;
 	d->free_query = -1;
+	d->wait_head = d->wait_tail = -1;
+	ev_prepare_init(&d->up_kick, ss_dns_up_kick_cb);
+	d->up_kick.data = d;
 	for (int i = SS_DNS_QUERIES - 1; i >= 0; i--) {
 		ss_dns_query_t *q = &d->queries[i];
 		q->dns = d;
 		q->up = -1;
+		q->wait_prev = q->wait_next = -1;
 		q->next_free = d->free_query;
 		d->free_query = i;
 		ev_timer_init(&q->timer, dns_query_timer_cb, 0., 0.);
@@ -645,6 +654,7 @@ void ss_dns_stop(ss_dns_t *d)
 	if (!d || d->stopped)
 		return;
 	d->stopped = true;
+	ev_prepare_stop(d->loop, &d->up_kick);
 	dns_close_io(d, &d->udp_io, d->udp_handed);
 	dns_close_io(d, &d->tcp_io, d->tcp_handed);
 	for (int i = 0; i < SS_DNS_PATHS; i++)

@@ -67,6 +67,10 @@ typedef struct ss_dns_query {
 	uint16_t up_id; /* the id it goes upstream with */
 	int up;         /* its TCP connection (ups[]), -1: none */
 	int next_free;
+	/* Waiting for a TCP connection (all ups[] busy): its place in the
+	 * first-come queue, its timer running meanwhile. */
+	bool waiting;
+	int wait_prev, wait_next;
 	ss_dns_asker_t who;
 	ss_dns_question_t q;
 	uint16_t qlen;
@@ -113,6 +117,8 @@ struct ss_dns {
 	int free_query;
 	size_t in_flight;
 	ss_dns_up_t ups[SS_DNS_UPS];
+	int wait_head, wait_tail; /* queries waiting for one of ups[], -1: none */
+	ev_prepare up_kick;       /* starts them when one is free again */
 	ss_dns_client_t *clients;
 	uint8_t *bufs; /* the ups' and clients' buffers */
 	bool stopped;
@@ -141,5 +147,11 @@ void ss_dns_client_answer(ss_dns_t *d, int client, uint32_t gen, const uint8_t *
 void ss_dns_client_close(ss_dns_t *d, ss_dns_client_t *c);
 int ss_dns_up_start(ss_dns_t *d, ss_dns_query_t *q);
 void ss_dns_up_close(ss_dns_t *d, ss_dns_up_t *u);
+/* q waits for a TCP connection, the oldest first to have one when it
+ * frees (-EAGAIN from ss_dns_up_start); ss_dns_up_unwait takes it out of
+ * the queue (no harm if it is not in it). */
+void ss_dns_up_wait(ss_dns_t *d, ss_dns_query_t *q);
+void ss_dns_up_unwait(ss_dns_t *d, ss_dns_query_t *q);
+void ss_dns_up_kick_cb(struct ev_loop *loop, ev_prepare *w, int revents);
 
 #endif

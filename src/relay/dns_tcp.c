@@ -227,6 +227,67 @@ void ss_dns_up_close(ss_dns_t *d, ss_dns_up_t *u)
 	if (u->query >= 0 && d->queries[u->query].up == index)
 		d->queries[u->query].up = -1;
 	u->query = -1;
+	/* Not from here, where callers still use what they hold (an answer in
+	 * this very buffer): before the loop waits again. */
+	if (d->wait_head >= 0 && !d->stopped)
+		ev_prepare_start(d->loop, &d->up_kick);
+}
+
+void ss_dns_up_wait(ss_dns_t *d, ss_dns_query_t *q)
+{
+	int i = (int)(q - d->queries);
+
+	if (q->waiting)
+		return;
+	q->waiting = true;
+	q->wait_next = -1;
+	q->wait_prev = d->wait_tail;
+	if (d->wait_tail >= 0)
+		d->queries[d->wait_tail].wait_next = i;
+	else
+		d->wait_head = i;
+	d->wait_tail = i;
+}
+
+void ss_dns_up_unwait(ss_dns_t *d, ss_dns_query_t *q)
+{
+	if (!q->waiting)
+		return;
+	if (q->wait_prev >= 0)
+		d->queries[q->wait_prev].wait_next = q->wait_next;
+	else
+		d->wait_head = q->wait_next;
+	if (q->wait_next >= 0)
+		d->queries[q->wait_next].wait_prev = q->wait_prev;
+	else
+		d->wait_tail = q->wait_prev;
+	q->waiting = false;
+	q->wait_prev = q->wait_next = -1;
+}
+
+static bool dns_up_free_slot(const ss_dns_t *d)
+{
+	for (size_t i = 0; i < SS_DNS_UPS; i++)
+		if (d->ups[i].fd < 0)
+			return true;
+	return false;
+}
+
+/* Waiting queries, oldest first, take the connections free now. */
+void ss_dns_up_kick_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	ss_dns_t *d = w->data;
+	(void)revents;
+
+	ev_prepare_stop(loop, w);
+	while (d->wait_head >= 0 && !d->stopped && dns_up_free_slot(d)) {
+		ss_dns_query_t *q = &d->queries[d->wait_head];
+		int rc = ss_dns_up_start(d, q);
+
+		ss_dns_up_unwait(d, q);
+		if (rc < 0)
+			ss_dns_query_failed(d, q, strerror(-rc));
+	}
 }
 
 /* u's query failed over TCP: the query hears why. */
@@ -304,6 +365,9 @@ int ss_dns_up_start(ss_dns_t *d, ss_dns_query_t *q)
 
 	if (!p->has_tcp)
 		return -EOPNOTSUPP;
+	/* A free one is the oldest waiting query's first. */
+	if (d->wait_head >= 0 && d->wait_head != (int)(q - d->queries))
+		return -EAGAIN;
 	for (size_t i = 0; i < SS_DNS_UPS && !u; i++)
 		if (d->ups[i].fd < 0)
 			u = &d->ups[i];

@@ -97,6 +97,8 @@ class NameServer:
         self.ttl = ttl
         self.truncate = set()
         self.silent = set()
+        self.tcp_delay = 0  # seconds before each answer over TCP
+        self.tcp_now = self.tcp_most = 0  # connections open, the most at once
         self.pids = []
         self.asked = []
         self.lock = threading.Lock()
@@ -187,17 +189,23 @@ class NameServer:
 
     def _tcp_conn(self, conn, peer):
         conn.settimeout(5)
+        with self.lock:
+            self.tcp_now += 1
+            self.tcp_most = max(self.tcp_most, self.tcp_now)
         try:
             while True:
                 n = struct.unpack("!H", sslib.recv_exact(conn, 2))[0]
                 q = sslib.recv_exact(conn, n)
                 name, a = self._answer(q, True)
                 self._note("tcp", name, peer[1])
+                time.sleep(self.tcp_delay)
                 if a is not None:
                     conn.sendall(struct.pack("!H", len(a)) + a)
         except (OSError, AssertionError, struct.error, IndexError):
             pass
         finally:
+            with self.lock:
+                self.tcp_now -= 1
             conn.close()
 
     def close(self):
@@ -506,6 +514,36 @@ def test_queries_at_once(ss, tmp_path, servers):
                 s.close()
         time.sleep(2.5)
     assert len(remote.names()) == len(local.names()) == 40
+
+
+def test_queries_wait_for_a_tcp_connection(ss, tmp_path, servers):
+    """tcp_only: 100 queries at once, more than the 32 TCP connections to
+    name servers the relay opens at once; those beyond wait their turn and
+    every one is answered with its own id and address."""
+    remote, local = servers
+    remote.tcp_delay = 0.2
+    names = ["q%d.test" % i for i in range(100)]
+    for i, name in enumerate(names):
+        remote.addresses[name] = "10.2.%d.%d" % (i // 250, i % 250 + 1)
+    dns, _, client = start(ss, tmp_path, remote, local, acl=ACL, udp=False, extra=["-v"])
+    remote.pids = []  # no owner looked up for each: that would slow the name server down
+    socks = []
+    try:
+        for i, name in enumerate(names):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.settimeout(sslib.T(10))
+            socks.append(s)
+            s.sendto(make_query(name, 1000 + i), dns)
+        for i, s in enumerate(socks):
+            a = parse_answer(s.recv(65536))
+            assert a[0] == 1000 + i and a[1] & 0xF == 0, (i, a, client.program.describe())
+            assert address_of(a) == [remote.addresses[names[i]]], (i, a)
+    finally:
+        for s in socks:
+            s.close()
+    assert sorted(remote.names("tcp")) == sorted(names)
+    # Closes reach the name server a moment late: a few more seem open.
+    assert 1 < remote.tcp_most <= 40, remote.tcp_most
 
 
 def test_queries_in_flight_are_bounded(ss, tmp_path, servers):
