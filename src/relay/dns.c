@@ -13,6 +13,7 @@
 #include "codec/secret.h"
 #include "net/inherit.h"
 #include "relay/dns_internal.h"
+#include "relay/doors.h"
 #include "relay/instance.h"
 #include "relay/udp_internal.h"
 #include "util/log.h"
@@ -433,6 +434,22 @@ static int dns_sockaddr(const ss_addr_t *a, ss_inaddr_t *out, socklen_t *len)
 	return 0;
 }
 
+/* Whether sa reaches the relay itself: its address, or, when it listens on
+ * a wildcard, loopback or one of the host's addresses at its port. */
+static bool dns_is_self(const struct sockaddr *sa, const ss_inaddr_t *self)
+{
+	ss_doors_t own;
+	bool is;
+
+	if (ss_udp_addr_equal(sa, &self->sa))
+		return true;
+	ss_doors_one(&own, &self->sa,
+		     self->sa.sa_family == AF_INET ? sizeof(self->sin) : sizeof(self->sin6));
+	is = ss_doors_match(&own, sa);
+	ss_doors_free(&own);
+	return is;
+}
+
 /* The local path: the name server asked directly, through the outbound
  * options (-i); never the relay's own address. */
 static int dns_local_path(ss_dns_t *d, const ss_inaddr_t *self, char *err, size_t errlen)
@@ -448,7 +465,7 @@ static int dns_local_path(ss_dns_t *d, const ss_inaddr_t *self, char *err, size_
 		snprintf(err, errlen, "--local-dns must be an IP address");
 		return -EINVAL;
 	}
-	if (ss_udp_addr_equal(&p->udp.sa, &self->sa)) {
+	if (dns_is_self(&p->udp.sa, self)) {
 		snprintf(err, errlen, "--local-dns is the DNS relay's own address");
 		return -ELOOP;
 	}

@@ -98,6 +98,19 @@ int ss_doors_init(ss_doors_t *d, const ss_config_t *cfg, char *err, size_t errle
 	return 0;
 }
 
+void ss_doors_one(ss_doors_t *d, const struct sockaddr *sa, socklen_t len)
+{
+	struct sockaddr_storage ss;
+
+	memset(d, 0, sizeof(*d));
+	if (len > sizeof(ss))
+		return;
+	memcpy(&ss, sa, len);
+	doors_add(d, &ss, len);
+	if (d->n && d->d[0].wildcard)
+		doors_local(d);
+}
+
 void ss_doors_free(ss_doors_t *d)
 {
 	free(d->local);

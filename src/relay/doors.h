@@ -33,6 +33,9 @@ typedef struct ss_doors {
 /* The doors of cfg (ss-server; none for the others). 0 or -errno with
  * err (an address that does not parse). */
 int ss_doors_init(ss_doors_t *d, const ss_config_t *cfg, char *err, size_t errlen);
+/* One door at sa (the DNS relay's own address, say), the host's
+ * addresses with it when it is a wildcard; ss_doors_free after. */
+void ss_doors_one(ss_doors_t *d, const struct sockaddr *sa, socklen_t len);
 void ss_doors_free(ss_doors_t *d);
 /* Whether a target at sa is one of the doors. */
 bool ss_doors_match(const ss_doors_t *d, const struct sockaddr *sa);

@@ -599,6 +599,21 @@ def test_settings_are_checked(ss, tmp_path):
                         "to 192.0.2.1:53") in p.output()
 
 
+def test_local_dns_that_is_the_relay_is_refused(ss):
+    """--local-dns on the relay's port, the relay on a wildcard address and
+    the name server on loopback: the relay would ask itself, refused at
+    start (before anything binds the wildcard)."""
+    port = NameServer.free_port()
+    base = ["-s", "127.0.0.1", "-p", "8388", "-b", "127.0.0.1", "-l", str(sslib.free_port()),
+            "-k", "pw"]
+    for dns, local in (("127.0.0.1", "127.0.0.1"), ("0.0.0.0", "127.0.0.1"),
+                       ("0.0.0.0", "127.0.0.9"), ("[::]", "[::1]"), ("127.0.0.1", "0.0.0.0")):
+        rc, p = ss.run("ss-local", base + ["--dns", "%s:%d" % (dns, port),
+                                           "--local-dns", "%s:%d" % (local, port)])
+        assert rc == 1, (dns, local, p.describe())
+        assert "--local-dns is the DNS relay's own address" in p.output(), p.describe()
+
+
 def test_workers_and_reload(ss, tmp_path, servers):
     """With --workers the relay runs on the first worker; a reload (SIGHUP)
     keeps its port answering, the new workers' relay taking its sockets."""
