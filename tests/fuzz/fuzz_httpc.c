@@ -20,16 +20,21 @@ static void check_url(const uint8_t *data, size_t size)
 {
 	static char text[4096];
 	ss_httpc_url_t u;
-	char err[512];
+	char err[512], shown[SS_HTTPC_SHOWN_MAX];
 
 	if (size >= sizeof(text))
 		return;
 	memcpy(text, data, size);
 	text[size] = '\0';
+	/* What logs may name: no control byte, and no more than scheme and host. */
+	ss_httpc_url_shown(text, shown, sizeof(shown));
+	for (const char *c = shown; *c; c++)
+		FZ_CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
 	if (ss_httpc_url_parse(text, &u, err, sizeof(err)) != 0) {
 		FZ_CHECK(err[0] && strchr(err, '\n') == NULL);
 		return;
 	}
+	FZ_CHECK(strlen(shown) <= strlen("ssconf://...@[]:65535/...") + strlen(u.host));
 	FZ_CHECK(u.host[0] && u.port && u.path[0] == '/');
 	FZ_CHECK(strchr(u.path, '#') == NULL && strchr(u.path, ' ') == NULL);
 }
